@@ -1,0 +1,110 @@
+"""Command line: `python -m autograder grade PATH [--json FILE] [--jobs N]` and `release`."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .course import COURSE
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def find_submissions(path: Path) -> tuple[str, dict[str, dict[str, Path]], list[str]]:
+    """Return (kind, {student: {lesson_id: notebook}}, warnings); kind is notebook|student|class."""
+    if not path.exists():
+        raise UsageError(f"{path} does not exist")
+    if path.is_file():
+        if path.suffix != ".ipynb":
+            raise UsageError(f"{path} is not a notebook (.ipynb)")
+        if path.stem not in COURSE:
+            raise UsageError(f"{path.name} matches no lesson; lesson notebooks are named "
+                             + ", ".join(f"{lid}.ipynb" for lid in COURSE))
+        return "notebook", {path.parent.name or ".": {path.stem: path}}, []
+    warnings: list[str] = []
+    own = _lesson_notebooks(path, warnings)
+    if own:
+        return "student", {path.name: own}, warnings
+    students = {}
+    for sub in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        notebooks = _lesson_notebooks(sub, warnings)
+        if not notebooks:  # nbgrader's layout: submitted/<student>/<assignment>/<lesson>.ipynb
+            for assignment in sorted(p for p in sub.iterdir() if p.is_dir() and not p.name.startswith(".")):
+                notebooks.update(_lesson_notebooks(assignment, warnings))
+        if notebooks:
+            students[sub.name] = notebooks
+    if not students:
+        raise UsageError(f"{path} holds no lesson notebooks (expected files like "
+                         f"{next(iter(COURSE))}.ipynb, or one folder per student holding them)")
+    return "class", students, warnings
+
+
+def _lesson_notebooks(folder: Path, warnings: list[str]) -> dict[str, Path]:
+    found = {}
+    for nb in sorted(folder.glob("*.ipynb")):
+        if nb.stem in COURSE:
+            found[nb.stem] = nb
+        else:
+            warnings.append(f"{nb} matches no lesson and was not graded")
+    return found
+
+
+def cmd_grade(args) -> int:
+    from .classroom import grade_many
+    try:
+        kind, students, warnings = find_submissions(Path(args.path))
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    started = time.monotonic()
+    results = grade_many(students, jobs=args.jobs, time_limit=args.time_limit,
+                         memory_limit=args.memory_limit, out_dir=Path(args.out) if args.out else None,
+                         show=print, progress=kind == "class")
+    if args.json:
+        from .report import write_json
+        data = results if kind == "class" else next(iter(results.values()))
+        write_json(Path(args.json), data)
+    print(f"graded {len(results)} student(s) in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+def cmd_release(args) -> int:
+    from .release import release
+    for path in release():
+        print(f"wrote {path}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("grade", help="grade a notebook, one student's folder, or a class folder")
+    g.add_argument("path", help="a lesson notebook, a folder of one student's notebooks, or a class folder")
+    g.add_argument("--json", metavar="FILE", help="write results in Gradescope's results.json format")
+    g.add_argument("--jobs", type=int, default=None, help="students graded in parallel (default: cores)")
+    g.add_argument("--time-limit", type=float, default=10.0, help="seconds per exercise (default 10)")
+    g.add_argument("--memory-limit", type=float, default=2.0, help="GiB per submission (default 2)")
+    g.add_argument("--out", metavar="DIR", help="for a class: write per-student results.json and "
+                                                "feedback.md, and grades.csv, into DIR")
+    g.set_defaults(func=cmd_grade)
+    r = sub.add_parser("release", help="regenerate lessons/ from solutions/")
+    r.set_defaults(func=cmd_release)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return USAGE_ERROR if exc.code else 0
+    if getattr(args, "jobs", None) is not None and args.jobs < 1:
+        print("error: --jobs must be at least 1", file=sys.stderr)
+        return USAGE_ERROR
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

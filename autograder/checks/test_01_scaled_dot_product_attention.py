@@ -1,0 +1,93 @@
+"""Checks for lesson 01: softmax and scaled dot-product attention (NumPy)."""
+import numpy as np
+
+from autograder import mutants
+from autograder.checking import describe_shape, exercise, expect_array, expect_attention
+
+LESSON = "01_scaled_dot_product_attention"
+
+
+def softmax_mutants(x, axis):
+    other = -2 if axis in (-1, x.ndim - 1) else -1
+    return [("softmax-wrong-axis", lambda: mutants.np_softmax(x, other)),
+            ("softmax-unstable", lambda: mutants.np_softmax(x, axis, stable=False))]
+
+
+@exercise("softmax", points=1)
+def test_softmax_matches_reference_on_last_axis(student, reference, rng):
+    """softmax matches the reference on random shapes (last axis)"""
+    for shape in [(5,), (3, 7), (2, 4, 6), (2, 3, 4, 5)]:
+        for dtype in (np.float64, np.float32):
+            x = (rng.standard_normal(shape) * 3).astype(dtype)
+            expect_array(student.softmax(x), reference.softmax(x),
+                         call=f"softmax(x) with x {describe_shape(x)}", mutants=softmax_mutants(x, -1),
+                         inputs=(x,))
+
+
+@exercise("softmax", points=1)
+def test_softmax_honours_axis(student, reference, rng):
+    """softmax normalises over the axis it is given"""
+    for shape, axis in [((4, 6), 0), ((3, 5, 2), 1), ((2, 3, 4), -2), ((3, 4), 1)]:
+        x = rng.standard_normal(shape) * 2
+        expect_array(student.softmax(x, axis=axis), reference.softmax(x, axis=axis),
+                     call=f"softmax(x, axis={axis}) with x {describe_shape(x)}",
+                     mutants=[("softmax-wrong-axis", lambda x=x: mutants.np_softmax(x, -1))])
+
+
+@exercise("softmax", points=1)
+def test_softmax_is_stable_for_large_inputs(student, reference, rng):
+    """softmax stays finite for large inputs (1e3 to 1e4)"""
+    for scale, dtype in [(1e3, np.float64), (1e4, np.float64), (1e3, np.float32)]:
+        x = (rng.standard_normal((3, 8)) * scale).astype(dtype)
+        x[0, :] = scale  # a row of equal large values: the answer is uniform
+        expect_array(student.softmax(x), reference.softmax(x),
+                     call=f"softmax(x) with entries up to {np.abs(x).max():.3g} ({x.dtype})",
+                     mutants=softmax_mutants(x, -1), inputs=(x,),
+                     signs={"softmax-unstable": lambda got: not np.isfinite(got).all()})
+
+
+def qkv(rng, batch, lq, lk, dk, dv, dtype=np.float64, scale=1.0):
+    q = (rng.standard_normal(batch + (lq, dk)) * scale).astype(dtype)
+    k = (rng.standard_normal(batch + (lk, dk)) * scale).astype(dtype)
+    v = rng.standard_normal(batch + (lk, dv)).astype(dtype)
+    return q, k, v
+
+
+def check_attention(student, reference, q, k, v):
+    call = f"scaled_dot_product_attention(q, k, v) with q, k, v {describe_shape(q, k, v)}"
+    expect_attention(student.scaled_dot_product_attention(q, k, v), q, k, v, None,
+                     reference.scaled_dot_product_attention(q, k, v), call=call)
+
+
+@exercise("scaled_dot_product_attention", points=1)
+def test_attention_single_sequence(student, reference, rng):
+    """attention matches the reference on one sequence (Lq != Lk, d_k != d_v)"""
+    for lq, lk, dk, dv in [(3, 5, 4, 6), (6, 2, 8, 3), (1, 4, 16, 2)]:
+        check_attention(student, reference, *qkv(rng, (), lq, lk, dk, dv))
+
+
+@exercise("scaled_dot_product_attention", points=1)
+def test_attention_batch_dimensions(student, reference, rng):
+    """attention broadcasts over leading batch dimensions"""
+    for batch, lq, lk, dk, dv in [((2,), 4, 6, 8, 5), ((2, 3), 5, 3, 4, 7), ((1, 2, 2), 3, 3, 2, 2)]:
+        check_attention(student, reference, *qkv(rng, batch, lq, lk, dk, dv))
+
+
+@exercise("scaled_dot_product_attention", points=1)
+def test_attention_scale_is_sqrt_dk(student, reference, rng):
+    """scores are divided by sqrt(d_k), the key size"""
+    for dk in (16, 64):
+        check_attention(student, reference, *qkv(rng, (2,), 4, 7, dk, 3))
+
+
+@exercise("scaled_dot_product_attention", points=1)
+def test_attention_float32(student, reference, rng):
+    """attention works on float32 inputs"""
+    check_attention(student, reference, *qkv(rng, (3,), 5, 4, 8, 6, dtype=np.float32))
+
+
+@exercise("scaled_dot_product_attention", points=1)
+def test_attention_large_scores(student, reference, rng):
+    """attention stays finite when scores are large enough to overflow exp()"""
+    q, k, v = qkv(rng, (2,), 4, 5, 4, 3, scale=40.0)   # scores ~ 40*40*2/2 = 1.6e3
+    check_attention(student, reference, q, k, v)

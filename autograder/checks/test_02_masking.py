@@ -1,0 +1,138 @@
+"""Checks for lesson 02: causal and padding masks, and attention that honours them (NumPy)."""
+import numpy as np
+
+from autograder import mutants
+from autograder.checking import Mismatch, describe_shape, exercise, expect_array, expect_attention
+
+LESSON = "02_masking"
+
+
+def causal_mutants(n):
+    return [("causal-off-by-one", lambda: mutants.causal(n, offset=-1)),
+            ("causal-off-by-one", lambda: mutants.causal(n, offset=1)),
+            ("causal-transposed", lambda: mutants.causal(n, upper=True)),
+            ("mask-inverted", lambda: ~mutants.causal(n))]
+
+
+def as_bool_values(got):
+    """Masks are compared by value; their dtype has its own check."""
+    if isinstance(got, np.ndarray) and got.dtype.kind in "biuf" and np.isin(got, (0, 1)).all():
+        return got.astype(bool)
+    return got
+
+
+@exercise("causal_mask", points=2)
+def test_causal_mask_values(student, reference):
+    """causal_mask(n) is True exactly where key j <= query i"""
+    for n in (1, 2, 5, 9):
+        got = as_bool_values(student.causal_mask(n))
+        expect_array(got, reference.causal_mask(n), call=f"causal_mask({n})", mutants=causal_mutants(n))
+
+
+@exercise("causal_mask", points=1)
+def test_causal_mask_is_boolean(student):
+    """causal_mask returns a boolean array of shape (n, n)"""
+    got = student.causal_mask(4)
+    if not isinstance(got, np.ndarray) or got.dtype != np.bool_ or got.shape != (4, 4):
+        what = (f"an array of dtype {got.dtype} and shape {got.shape}" if isinstance(got, np.ndarray)
+                else f"a {type(got).__name__}")
+        raise Mismatch(f"causal_mask(4) returned {what}; expected a bool array of shape (4, 4) "
+                       f"(for example np.tril(np.ones((n, n), dtype=bool)))", mistake="wrong-type")
+
+
+def padding_mutants(lengths, max_len):
+    return [("padding-wrong-axis", lambda: mutants.padding(lengths, max_len, on_queries=True)),
+            ("mask-inverted", lambda: ~mutants.padding(lengths, max_len))]
+
+
+@exercise("padding_mask", points=2)
+def test_padding_mask_values(student, reference):
+    """padding_mask marks keys j < lengths[b], shape (batch, 1, max_len)"""
+    for lengths, max_len in [([3, 1, 4], 4), ([2], 5), ([0, 5, 2], 5), ([6, 6], 6)]:
+        lengths = np.array(lengths)
+        got = as_bool_values(student.padding_mask(lengths, max_len))
+        expected = reference.padding_mask(lengths, max_len)
+        expect_array(got, expected, call=f"padding_mask({lengths.tolist()}, {max_len})",
+                     mutants=padding_mutants(lengths, max_len),
+                     signs={"padding-wrong-axis": lambda g, e=expected: g.ndim == 3 and g.shape[1] == e.shape[2]
+                            and g.shape[2] in (1, e.shape[2]) and g.shape != e.shape})
+
+
+@exercise("padding_mask", points=1)
+def test_padding_mask_accepts_lists(student, reference):
+    """padding_mask accepts lengths as a list and returns a bool array"""
+    got = student.padding_mask([2, 3], 3)
+    if not isinstance(got, np.ndarray) or got.dtype != np.bool_:
+        what = f"dtype {got.dtype}" if isinstance(got, np.ndarray) else f"a {type(got).__name__}"
+        raise Mismatch(f"padding_mask([2, 3], 3) returned {what}; expected a bool array", mistake="wrong-type")
+    expect_array(got, reference.padding_mask(np.array([2, 3]), 3), call="padding_mask([2, 3], 3)",
+                 mutants=padding_mutants(np.array([2, 3]), 3))
+
+
+# ------------------------------------------------------------------ attention with masks
+
+def check_masked(student, reference, q, k, v, mask, what):
+    call = f"scaled_dot_product_attention(q, k, v, mask) with {what}; q, k, v {describe_shape(q, k, v)}"
+    expect_attention(student.scaled_dot_product_attention(q, k, v, mask), q, k, v, mask,
+                     reference.scaled_dot_product_attention(q, k, v, mask), call=call)
+
+
+def qkv(rng, batch, lq, lk, dk, dv, dtype=np.float64):
+    return (rng.standard_normal(batch + (lq, dk)).astype(dtype) * 1.5,
+            rng.standard_normal(batch + (lk, dk)).astype(dtype) * 1.5,
+            rng.standard_normal(batch + (lk, dv)).astype(dtype))
+
+
+@exercise("scaled_dot_product_attention", points=1)
+def test_masked_attention_without_mask(student, reference, rng):
+    """attention without a mask still matches the reference"""
+    q, k, v = qkv(rng, (2,), 4, 6, 8, 3)
+    call = f"scaled_dot_product_attention(q, k, v) with q, k, v {describe_shape(q, k, v)}"
+    expect_attention(student.scaled_dot_product_attention(q, k, v), q, k, v, None,
+                     reference.scaled_dot_product_attention(q, k, v), call=call)
+
+
+@exercise("scaled_dot_product_attention", points=1)
+def test_masked_attention_causal(student, reference, rng):
+    """attention honours a causal mask (broadcast over the batch)"""
+    for batch, t, dk, dv in [((2,), 5, 4, 3), ((2, 2), 6, 8, 8)]:
+        q, k, v = qkv(rng, batch, t, t, dk, dv)
+        check_masked(student, reference, q, k, v, mutants.causal(t), f"a causal mask of shape ({t}, {t})")
+
+
+@exercise("scaled_dot_product_attention", points=1)
+def test_masked_attention_padding(student, reference, rng):
+    """attention honours a padding mask of shape (batch, 1, Lk), with Lq != Lk"""
+    lengths = np.array([5, 2, 4])
+    mask = mutants.padding(lengths, 5)
+    q, k, v = qkv(rng, (3,), 3, 5, 6, 4)
+    check_masked(student, reference, q, k, v, mask, "a padding mask of shape (3, 1, 5)")
+
+
+@exercise("scaled_dot_product_attention", points=1)
+def test_masked_attention_combined_int_mask(student, reference, rng):
+    """attention accepts a 0/1 integer mask built by combining causal and padding masks"""
+    lengths = np.array([4, 6])
+    mask = (mutants.causal(6)[None] & mutants.padding(lengths, 6)).astype(np.int64)   # (2, 6, 6)
+    q, k, v = qkv(rng, (2,), 6, 6, 4, 5)
+    check_masked(student, reference, q, k, v, mask, "a 0/1 int mask of shape (2, 6, 6)")
+
+
+@exercise("scaled_dot_product_attention", points=1)
+def test_masked_attention_fully_blocked_rows(student, reference, rng):
+    """a fully blocked query row gets zero weights and a zero output (no NaN, no leak)"""
+    q, k, v = qkv(rng, (2,), 4, 5, 4, 3)
+    mask = np.ones((2, 4, 5), dtype=bool)
+    mask[0, 1, :] = False          # query 1 of batch 0 may read nothing
+    mask[1, 3, :] = False          # query 3 of batch 1 may read nothing
+    mask[1, 0, 2:] = False
+    check_masked(student, reference, q, k, v, mask, "a mask that blocks two rows entirely")
+
+
+@exercise("scaled_dot_product_attention", points=1)
+def test_masked_attention_float32_large_scores(student, reference, rng):
+    """masked attention stays finite for float32 inputs and large scores"""
+    q, k, v = qkv(rng, (2,), 5, 5, 4, 3, dtype=np.float32)
+    q *= 30
+    mask = mutants.causal(5)
+    check_masked(student, reference, q, k, v, mask, "a causal mask and scores up to ~1e3 (float32)")

@@ -1,0 +1,132 @@
+"""Grade many students: in parallel, with a progress bar, resumable, writing per-student files.
+
+Each parallel job is a grader process with its own preloaded worker (sandbox.py), so torch is
+imported once per job, not once per student. With `out_dir`, each student gets
+`<out_dir>/<student>/results.json` and `feedback.md`, written atomically after that student
+is graded, plus a `fingerprint` of the files graded; a restarted run skips students whose
+fingerprint still matches, so a killed run loses nothing and repeats nothing. `grades.csv`
+is rewritten at the end from every results.json present.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from .report import feedback_markdown, summary, write_atomic, write_json
+
+_sandbox = None
+
+
+def _job_init(memory_bytes):
+    global _sandbox
+    import torch
+    torch.set_num_threads(1)
+    from .sandbox import Sandbox
+    _sandbox = Sandbox(memory_bytes=memory_bytes)
+
+
+def _grade_one(student: str, notebooks: dict[str, str], time_limit: float):
+    from .grading import grade_student
+    return student, grade_student({k: Path(v) for k, v in notebooks.items()}, _sandbox, time_limit)
+
+
+def fingerprint(notebooks: dict[str, Path]) -> str:
+    h = hashlib.sha256()
+    for lesson in sorted(notebooks):
+        h.update(lesson.encode())
+        h.update(Path(notebooks[lesson]).read_bytes())
+    from .course import CHECKS
+    for check in sorted(CHECKS.glob("test_*.py")):  # a changed check regrades everyone
+        h.update(check.read_bytes())
+    return h.hexdigest()
+
+
+def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None, time_limit: float = 10.0,
+               memory_limit: float = 2.0, out_dir: Path | None = None, show=print,
+               progress: bool = False) -> dict[str, dict]:
+    memory_bytes = int(memory_limit * 1024 ** 3)
+    results: dict[str, dict] = {}
+    todo = {}
+    for student, notebooks in students.items():
+        if out_dir is not None:
+            done = _previous(out_dir / student, fingerprint(notebooks))
+            if done is not None:
+                results[student] = done
+                continue
+        todo[student] = notebooks
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+
+    def finish(student, result):
+        results[student] = result
+        if out_dir is not None:
+            folder = out_dir / student
+            write_json(folder / "results.json", result)
+            write_atomic(folder / "feedback.md", feedback_markdown(student, result))
+            write_atomic(folder / "fingerprint", fingerprint(students[student]) + "\n")
+
+    if jobs == 1:
+        _job_init(memory_bytes)
+        try:
+            for student, notebooks in _progress(todo.items(), progress, len(todo)):
+                finish(*_grade_one(student, {k: str(v) for k, v in notebooks.items()}, time_limit))
+        finally:
+            _sandbox.close()
+    else:
+        import multiprocessing
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_job_init, initargs=(memory_bytes,)) as pool:
+            futures = [pool.submit(_grade_one, s, {k: str(v) for k, v in nbs.items()}, time_limit)
+                       for s, nbs in todo.items()]
+            for future in _progress(as_completed(futures), progress, len(futures)):
+                finish(*future.result())
+
+    ordered = {s: results[s] for s in students}
+    if out_dir is not None:
+        write_atomic(out_dir / "grades.csv", grades_csv(ordered))
+    if progress:
+        for student, result in ordered.items():
+            show(f"{student:<24} {result['score']:g}/{result['max_score']:g}")
+    else:
+        for student, result in ordered.items():
+            show(summary(result, title=f"{student}"))
+    return ordered
+
+
+def _progress(iterable, enabled: bool, total: int):
+    if not enabled:
+        return iterable
+    from tqdm import tqdm
+    return tqdm(iterable, total=total, desc="grading", unit="student")
+
+
+def _previous(folder: Path, fp: str) -> dict | None:
+    try:
+        if (folder / "fingerprint").read_text().strip() == fp:
+            return json.loads((folder / "results.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def grades_csv(results: dict[str, dict]) -> str:
+    from .report import by_exercise
+    columns: list[str] = []
+    rows = []
+    for student, result in results.items():
+        row = {"student": student, "score": result["score"], "max_score": result["max_score"]}
+        for (lesson, exercise), entry in by_exercise(result).items():
+            col = f"{lesson}:{exercise}"
+            if col not in columns:
+                columns.append(col)
+            row[col] = entry["score"]
+        rows.append(row)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, ["student", "score", "max_score"] + columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()

@@ -1,0 +1,112 @@
+"""Report: the terminal summary and the files (results.json, feedback) of a grading run."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .course import COURSE
+
+
+def by_exercise(results: dict) -> dict[tuple[str, str], dict]:
+    """{(lesson, exercise): {"score", "max", "failed": [tests]}} in course order."""
+    out: dict[tuple[str, str], dict] = {}
+    for test in results.get("tests", []):
+        tags = test.get("tags", [])
+        lesson = next((t[7:] for t in tags if t.startswith("lesson:")), "?")
+        exercise = next((t[9:] for t in tags if t.startswith("exercise:")), "?")
+        entry = out.setdefault((lesson, exercise), {"score": 0.0, "max": 0.0, "failed": []})
+        entry["score"] += test["score"]
+        entry["max"] += test["max_score"]
+        if test["status"] != "passed":
+            entry["failed"].append(test)
+    order = {lid: i for i, lid in enumerate(COURSE)}
+    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0][0], 99),
+                                                    _exercise_index(*kv[0]))))
+
+
+def _exercise_index(lesson: str, exercise: str) -> int:
+    exercises = COURSE[lesson].exercises if lesson in COURSE else ()
+    return exercises.index(exercise) if exercise in exercises else 99
+
+
+def mistake_of(test: dict) -> str | None:
+    return next((t[8:] for t in test.get("tags", []) if t.startswith("mistake:")), None)
+
+
+def reason(entry: dict) -> str:
+    """One short line: why the exercise lost points."""
+    if not entry["failed"]:
+        return "all checks passed"
+    first = entry["failed"][0]
+    mistake = mistake_of(first)
+    line = next((ln for ln in first.get("output", "").splitlines() if ln.strip()), "failed")
+    if mistake == "not-implemented":
+        return "not implemented yet: replace `raise NotImplementedError()` with your code"
+    if len(line) > 110:
+        line = line[:107] + "..."
+    tag = f"[{mistake}] " if mistake else ""
+    more = f" (+{len(entry['failed']) - 1} more failed checks)" if len(entry["failed"]) > 1 else ""
+    return f"{tag}{line}{more}"
+
+
+def _pts(x: float) -> str:
+    return f"{x:g}"
+
+
+def summary(results: dict, title: str | None = None) -> str:
+    lines = []
+    if title:
+        lines.append(title)
+    current = None
+    for (lesson, exercise), entry in by_exercise(results).items():
+        if lesson != current:
+            current = lesson
+            lines.append(f"  {lesson}")
+        lines.append(f"    {exercise:<30} {_pts(entry['score']):>4}/{_pts(entry['max']):<4} {reason(entry)}")
+    for note in results.get("output", "").splitlines():
+        lines.append(f"  note: {note}")
+    lines.append(f"  total {_pts(results['score'])}/{_pts(results['max_score'])}")
+    return "\n".join(lines)
+
+
+def feedback_markdown(student: str, results: dict) -> str:
+    """A page a student can read: per exercise, points, what went wrong, the named mistake."""
+    lines = [f"# Feedback for {student}", "",
+             f"**Score: {_pts(results['score'])} / {_pts(results['max_score'])}**", ""]
+    if results.get("output"):
+        lines += ["Notes about your files:", ""] + [f"- {n}" for n in results["output"].splitlines()] + [""]
+    current = None
+    for (lesson, exercise), entry in by_exercise(results).items():
+        if lesson != current:
+            current = lesson
+            lines += [f"## {lesson}", ""]
+        lines += [f"### {exercise}: {_pts(entry['score'])} / {_pts(entry['max'])}", ""]
+        if not entry["failed"]:
+            lines += ["All checks passed.", ""]
+        for test in entry["failed"]:
+            mistake = mistake_of(test)
+            lines.append(f"- **{test['name'].split(': ', 1)[-1]}**" + (f" (mistake: `{mistake}`)" if mistake else ""))
+            lines += ["", "  ```text"] + [f"  {ln}" for ln in test["output"].splitlines()] + ["  ```", ""]
+    return "\n".join(lines) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file so that it is either the old one or the whole new one, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, data) -> None:
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")

@@ -1,0 +1,235 @@
+"""Isolate: a student's lesson, loaded and callable from the checks as if it were local.
+
+`Submission` runs a Program (see notebook.py) in a worker child and keeps a time budget per
+exercise; `LocalSubmission` does the same in the current process for the notebooks'
+self-check cells. Checks see neither: they get a `Student`, whose attributes are the
+student's functions and classes (`student.softmax(x)`, `student.MultiHeadAttention(8, 2)`).
+Every answer comes back as data (NumPy arrays, torch tensors, numbers, strings); objects
+that are not data, such as a module, come back as `RemoteObject`s.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import wire
+from .compare import Mismatch
+from .executor import Executor
+from .notebook import Program
+from .sandbox import DEFAULT_TIME_LIMIT, Sandbox, StudentError, SubmissionFault
+
+
+class ExerciseUnavailable(Exception):
+    """The exercise cannot be graded (its cell is missing, failed to run, or it hung earlier)."""
+
+    def __init__(self, message: str, kind: str = "missing"):
+        super().__init__(message)
+        self.kind = kind
+
+
+class Submission:
+    def __init__(self, program: Program, sandbox: Sandbox, time_limit: float = DEFAULT_TIME_LIMIT):
+        self.program = program
+        self.sandbox = sandbox
+        self.time_limit = time_limit
+        self.child = None
+        self.cell_errors: dict[str, str] = {}    # cell label -> why it failed to run
+        self.skip_cells: set[str] = set()         # cells that hung or crashed the worker
+        self.faults: dict[str, SubmissionFault] = {}  # exercise -> the fault that ended it
+        self.exercise: str | None = None
+        self._remaining: dict[str, float] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def _start(self):
+        while True:
+            self.child = self.sandbox.spawn()
+            restart = False
+            for cell in self.program.cells:
+                if cell.label in self.skip_cells:
+                    continue
+                try:
+                    self.child.request("exec", self.time_limit, label=cell.label, source=cell.source)
+                except StudentError as err:
+                    self.cell_errors[cell.label] = err.describe()
+                except SubmissionFault as fault:
+                    what = {"timeout": f"did not finish within {self.time_limit:g} s",
+                            "memory": "ran out of memory",
+                            "crash": "stopped the worker process (sys.exit, os._exit or a crash)"}[fault.kind]
+                    self.cell_errors[cell.label] = f"running the cell {what}"
+                    self.skip_cells.add(cell.label)
+                    restart = True
+                    break
+            if not restart:
+                return
+
+    def close(self):
+        if self.child is not None:
+            self.child.close()
+            self.child = None
+
+    # -- requests ----------------------------------------------------------------------
+    def begin_exercise(self, exercise: str):
+        self.exercise = exercise
+        self._remaining.setdefault(exercise, self.time_limit)
+
+    def request(self, op: str, **args):
+        exercise = self.exercise
+        if exercise in self.faults:
+            raise self.faults[exercise]
+        if self.child is None or not self.child.alive:
+            self._start()
+        budget = self._remaining.get(exercise, self.time_limit)
+        started = time.monotonic()
+        try:
+            return self.child.request(op, budget, **args)
+        except SubmissionFault as fault:
+            self.faults[exercise] = fault
+            self.child = None
+            raise
+        finally:
+            if exercise is not None:
+                self._remaining[exercise] = budget - (time.monotonic() - started)
+
+    def why_missing(self, name: str) -> str | None:
+        if name in self.program.problems:
+            return self.program.problems[name]
+        if name in self.cell_errors:
+            return f"the cell '{name}' failed to run:\n{self.cell_errors[name]}"
+        return None
+
+
+class LocalSubmission:
+    """The student's objects in this very process (the notebook's self-check)."""
+
+    def __init__(self, namespace: dict):
+        self.executor = Executor(namespace)
+        self.program = None
+        self.cell_errors: dict[str, str] = {}
+        self.faults: dict = {}
+        self.exercise = None
+
+    def begin_exercise(self, exercise: str):
+        self.exercise = exercise
+
+    def request(self, op: str, **args):
+        frame = self.executor.handle(wire.encode({"op": op, "args": args}))
+        reply = wire.decode(frame, objects=lambda n, t: wire.Handle(n, t))
+        if reply["ok"]:
+            return reply.get("value")
+        raise StudentError(reply["error"])
+
+    def why_missing(self, name: str) -> str | None:
+        return None
+
+    def close(self):
+        pass
+
+
+# ------------------------------------------------------------------------------------ proxies
+
+def _wrap(submission, value):
+    if isinstance(value, wire.Handle):
+        return RemoteObject(submission, value.number, value.type_name)
+    if isinstance(value, list):
+        return [_wrap(submission, v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_wrap(submission, v) for v in value)
+    if isinstance(value, dict):
+        return {k: _wrap(submission, v) for k, v in value.items()}
+    return value
+
+
+def _unwrap(value):
+    if isinstance(value, RemoteObject):
+        return wire.Handle(value._number, value._type_name)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unwrap(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    return value
+
+
+def _same(before, after) -> bool:
+    import torch
+    if isinstance(before, torch.Tensor):
+        before = before.numpy()
+        after = after.numpy() if isinstance(after, torch.Tensor) else after
+    if isinstance(before, np.ndarray):
+        return (isinstance(after, np.ndarray) and after.shape == before.shape
+                and np.array_equal(after, before, equal_nan=True))
+    return True
+
+
+def _call(submission, target, label, args, kwargs):
+    reply = submission.request("call", target=target, args=_unwrap(list(args)),
+                               kwargs=_unwrap(dict(kwargs)), return_args=True)
+    changed = [f"argument {i + 1}" for i, (a, b) in enumerate(zip(args, reply["args"])) if not _same(a, b)]
+    changed += [f"argument {k}=" for k in kwargs if not _same(kwargs[k], reply["kwargs"].get(k))]
+    if changed:
+        raise Mismatch(f"{label} changed its input in place ({', '.join(changed)} differ after the call)",
+                       mistake="input-modified")
+    return _wrap(submission, reply["result"])
+
+
+class Student:
+    """Attribute access gives the student's functions and classes, by name."""
+
+    def __init__(self, submission):
+        self._submission = submission
+
+    def __getattr__(self, name: str) -> "StudentFunction":
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return StudentFunction(self._submission, name)
+
+
+class StudentFunction:
+    def __init__(self, submission, name: str):
+        self._submission, self._name = submission, name
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return _call(self._submission, ["name", self._name], self._name, args, kwargs)
+        except StudentError as err:
+            if err.type == "NameError" and f"'{self._name}'" in err.message:
+                why = self._submission.why_missing(self._name)
+                raise ExerciseUnavailable(why or f"{self._name} is not defined in your notebook") from None
+            raise
+
+    def signature(self) -> str | None:
+        return self._submission.request("signature", target=["name", self._name])
+
+
+class RemoteObject:
+    """A student's object (usually an nn.Module) living in the worker."""
+
+    def __init__(self, submission, number: int, type_name: str):
+        self._submission, self._number, self._type_name = submission, number, type_name
+
+    def __repr__(self):
+        return f"<student's {self._type_name}>"
+
+    def __call__(self, *args, **kwargs):
+        return _call(self._submission, ["handle", self._number, None], self._type_name, args, kwargs)
+
+    def method(self, name: str):
+        return lambda *a, **k: _call(self._submission, ["handle", self._number, name],
+                                     f"{self._type_name}.{name}", a, k)
+
+    def parameters(self) -> dict:
+        return self._submission.request("parameters", handle=self._number)
+
+    def load_parameters(self, values: dict, strict: bool = True):
+        self._submission.request("load_parameters", handle=self._number, values=values, strict=strict)
+
+    def train(self, mode: bool = True):
+        self._submission.request("train", handle=self._number, mode=mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def gradients(self, *args, weight=None, **kwargs) -> dict:
+        return self._submission.request("gradients", handle=self._number, args=list(args),
+                                        kwargs=kwargs, weight=weight)

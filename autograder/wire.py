@@ -1,0 +1,252 @@
+"""The data format between the grader and a student's worker process.
+
+Everything a student's code returns is turned into plain data (numbers, strings, lists,
+dicts, arrays) before it leaves the worker, and the grader decodes it without running any
+code: a JSON header plus raw array bytes, read with a dtype whitelist. pickle is not used on
+purpose: unpickling lets the sender run code in the receiver, and the sender here is
+untrusted. Objects that are not data (a student's nn.Module, a class) stay in the worker
+and travel as numbered handles.
+
+Frame: 8-byte big-endian header length, the JSON header, then the array buffers back to back.
+"""
+from __future__ import annotations
+
+import json
+import math
+import struct
+
+import numpy as np
+
+MAX_MESSAGE_BYTES = 512 * 1024 * 1024  # a student's answer is tiny; refuse absurd frames
+MAX_DEPTH = 32
+_ALLOWED_DTYPES = {
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+}
+
+
+class Opaque:
+    """A value the worker could not turn into data (it stays unknown to the grader)."""
+
+    def __init__(self, type_name: str, why: str = ""):
+        self.type_name = type_name
+        self.why = why
+
+    def __repr__(self):
+        return f"<{self.type_name} object>"
+
+
+class Handle:
+    """A reference to an object that lives in the worker (a module, a class, ...)."""
+
+    def __init__(self, number: int, type_name: str = "object"):
+        self.number = number
+        self.type_name = type_name
+
+    def __repr__(self):
+        return f"<handle {self.number}: {self.type_name}>"
+
+
+class ClassSource:
+    """A class the grader asks the worker to build from source (lesson 06's test subjects)."""
+
+    def __init__(self, name: str, source: str):
+        self.name = name
+        self.source = source
+
+
+class WireError(Exception):
+    """A frame that is not well formed."""
+
+
+# ---------------------------------------------------------------------------- encoding
+
+def encode(value, *, handle_for=None) -> bytes:
+    """Turn `value` into a frame. `handle_for(obj)` registers non-data objects (worker side)."""
+    buffers: list[bytes] = []
+    specs: list[list] = []
+
+    def array(arr: np.ndarray, kind: str, torch_dtype: str | None = None):
+        if arr.dtype.name not in _ALLOWED_DTYPES:
+            return {"$opaque": f"array of dtype {arr.dtype}"}
+        arr = np.ascontiguousarray(arr)
+        specs.append([arr.dtype.name, list(arr.shape)])
+        buffers.append(arr.tobytes())
+        node = {"$array": len(specs) - 1, "kind": kind}
+        if torch_dtype:
+            node["torch_dtype"] = torch_dtype
+        return node
+
+    def walk(obj, depth):
+        if depth > MAX_DEPTH:
+            return {"$opaque": "nested too deeply"}
+        t = type(obj)
+        if obj is None or t is bool or t is str:
+            return obj
+        if t is int:
+            return obj if abs(obj) < 2**63 else float(obj)
+        if t is float:
+            return _float(obj)
+        if t in (list, tuple, set, frozenset):
+            items = [walk(x, depth + 1) for x in list(obj)]
+            if t is list:
+                return items
+            return {"$tuple" if t is tuple else "$set": items}
+        if t is dict:
+            return {"$dict": [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in list(obj.items())]}
+        if isinstance(obj, Handle):
+            return {"$handle": obj.number, "type": obj.type_name}
+        if isinstance(obj, ClassSource):
+            return {"$class": obj.name, "source": obj.source}
+        if isinstance(obj, np.generic):
+            return walk(obj.item(), depth + 1) if obj.dtype.name in _ALLOWED_DTYPES else {"$opaque": type(obj).__name__}
+        if isinstance(obj, np.ndarray):
+            return array(np.asarray(obj), "numpy")
+        torch = _torch()
+        if torch is not None and isinstance(obj, torch.Tensor):
+            t_obj = obj.detach().cpu()
+            if t_obj.dtype in (torch.bfloat16,):
+                t_obj = t_obj.float()
+            if t_obj.is_conj():
+                t_obj = t_obj.resolve_conj()
+            return array(t_obj.numpy(), "torch", str(obj.dtype))
+        if handle_for is not None:
+            return handle_for(obj)
+        return {"$opaque": type(obj).__name__}
+
+    header = json.dumps({"value": walk(value, 0), "buffers": specs}, allow_nan=True).encode()
+    return struct.pack(">Q", len(header)) + header + b"".join(buffers)
+
+
+def _float(x: float):
+    if math.isnan(x):
+        return {"$float": "nan"}
+    if math.isinf(x):
+        return {"$float": "inf" if x > 0 else "-inf"}
+    return x
+
+
+# ---------------------------------------------------------------------------- decoding
+
+def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True):
+    """Turn a frame back into Python data. Never runs code from the frame.
+
+    `objects(number, type_name)` builds the receiver's view of a handle; `classes(name, source)`
+    builds a class from source (worker side only). With `tensors`, arrays that were torch
+    tensors come back as torch tensors.
+    """
+    if len(frame) < 8:
+        raise WireError("frame too short")
+    (n,) = struct.unpack(">Q", frame[:8])
+    if n > len(frame) - 8:
+        raise WireError("header longer than the frame")
+    try:
+        header = json.loads(frame[8:8 + n].decode())
+        specs = header["buffers"]
+        tree = header["value"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise WireError(f"bad header: {exc}") from None
+    arrays = []
+    offset = 8 + n
+    for spec in specs:
+        dtype_name, shape = spec
+        if dtype_name not in _ALLOWED_DTYPES or not all(isinstance(s, int) and s >= 0 for s in shape):
+            raise WireError(f"bad array spec {spec!r}")
+        dtype = np.dtype(dtype_name)
+        size = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        if offset + size > len(frame):
+            raise WireError("array data runs past the frame")
+        arrays.append(np.frombuffer(frame, dtype=dtype, count=size // dtype.itemsize, offset=offset)
+                      .reshape(shape).copy())
+        offset += size
+
+    def walk(node, depth):
+        if depth > MAX_DEPTH + 2:
+            raise WireError("nested too deeply")
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, list):
+            return [walk(x, depth + 1) for x in node]
+        if not isinstance(node, dict) or len(node) == 0:
+            raise WireError("unexpected node")
+        if "$array" in node:
+            arr = arrays[node["$array"]]
+            if tensors and node.get("kind") == "torch":
+                torch = _torch(required=True)
+                return torch.from_numpy(arr)
+            return arr
+        if "$float" in node:
+            return float(node["$float"])
+        if "$tuple" in node:
+            return tuple(walk(x, depth + 1) for x in node["$tuple"])
+        if "$set" in node:
+            items = [walk(x, depth + 1) for x in node["$set"]]
+            try:
+                return set(items)
+            except TypeError:
+                return Opaque("set", "holds unhashable items")
+        if "$dict" in node:
+            out = {}
+            for k, v in node["$dict"]:
+                key = walk(k, depth + 1)
+                try:
+                    out[key] = walk(v, depth + 1)
+                except TypeError:
+                    return Opaque("dict", "has unhashable keys")
+            return out
+        if "$opaque" in node:
+            return Opaque(str(node["$opaque"]))
+        if "$handle" in node:
+            number, type_name = int(node["$handle"]), str(node.get("type", "object"))
+            return objects(number, type_name) if objects else Handle(number, type_name)
+        if "$class" in node:
+            if classes is None:
+                raise WireError("class sources only travel to the worker")
+            return classes(str(node["$class"]), str(node["source"]))
+        raise WireError(f"unknown node {sorted(node)[:3]}")
+
+    return walk(tree, 0)
+
+
+def _torch(required: bool = False):
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is None and required:
+        import torch  # noqa: F811
+    return torch
+
+
+# ---------------------------------------------------------------------------- framing on sockets
+
+def send(sock, frame: bytes) -> None:
+    sock.sendall(frame)
+
+
+def recv(sock) -> bytes:
+    """Read one frame from a socket (honours the socket's timeout)."""
+    head = _recv_exact(sock, 8)
+    (n,) = struct.unpack(">Q", head)
+    if n > MAX_MESSAGE_BYTES:
+        raise WireError(f"header of {n} bytes refused")
+    header = _recv_exact(sock, n)
+    try:
+        specs = json.loads(header.decode())["buffers"]
+        total = sum(np.dtype(d).itemsize * int(np.prod(s, dtype=np.int64)) for d, s in specs
+                    if d in _ALLOWED_DTYPES)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise WireError(f"bad header: {exc}") from None
+    if total > MAX_MESSAGE_BYTES:
+        raise WireError(f"message of {total} bytes refused")
+    body = _recv_exact(sock, total)
+    return head + header + body
+
+
+def _recv_exact(sock, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise EOFError("the other side closed the connection")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)

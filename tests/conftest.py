@@ -1,0 +1,81 @@
+"""Shared fixtures: the course's root, one sandbox per test session, and a grading helper."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autograder.course import COURSE, available_lessons  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    from autograder.sandbox import Sandbox
+    box = Sandbox()
+    yield box
+    box.close()
+
+
+@pytest.fixture(scope="session")
+def grade(sandbox):
+    """grade({lesson_id: path}) -> Gradescope results object, graded in-process."""
+    from autograder.grading import grade_student
+
+    def run(notebooks, time_limit=10.0):
+        return grade_student({k: Path(v) for k, v in notebooks.items()}, sandbox, time_limit)
+    return run
+
+
+def run_cli(*args, cwd=ROOT, timeout=600):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="session")
+def solutions_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("grade") / "solutions.json"
+    run = run_cli("grade", "solutions/", "--json", out)
+    assert run.returncode == 0, run.stderr
+    return json.loads(out.read_text()), run.stdout
+
+
+@pytest.fixture(scope="session")
+def lessons_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("grade") / "lessons.json"
+    run = run_cli("grade", "lessons/", "--json", out)
+    assert run.returncode == 0, run.stderr
+    return json.loads(out.read_text()), run.stdout
+
+
+def lesson_ids():
+    return [lesson.id for lesson in available_lessons()]
+
+
+def exercise_pairs():
+    return [(lesson.id, ex) for lesson in available_lessons() for ex in lesson.exercises]
+
+
+def notebook_with(lesson_id: str, cells: dict[str, str], folder: Path) -> Path:
+    """The released lesson with some graded cells replaced, saved as <folder>/<lesson_id>.ipynb."""
+    nb = json.loads(COURSE[lesson_id].released_path.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in cells:
+            cell["source"] = cells[gid]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{lesson_id}.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    return path

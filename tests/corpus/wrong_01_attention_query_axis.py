@@ -1,0 +1,10 @@
+# lesson: 01_scaled_dot_product_attention
+# expect: wrong scaled_dot_product_attention softmax-wrong-axis
+# %% softmax
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+# %% scaled_dot_product_attention
+def scaled_dot_product_attention(q, k, v, mask=None):
+    weights = softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), axis=-2)
+    return weights @ v, weights

@@ -1,0 +1,9 @@
+# lesson: 02_masking
+# expect: wrong scaled_dot_product_attention masked-row-nan
+# %% scaled_dot_product_attention
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = softmax(scores)
+    return w @ v, w

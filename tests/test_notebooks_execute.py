@@ -1,0 +1,55 @@
+"""Every solution notebook runs top to bottom in a real kernel, and its self-checks give full marks."""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from autograder.course import SOLUTIONS
+from conftest import ROOT, lesson_ids
+
+
+def execute(lesson: str):
+    nb = nbformat.read(str(SOLUTIONS / f"{lesson}.ipynb"), as_version=4)
+    client = NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(SOLUTIONS)}})
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep the inline backend
+    client.execute(env={**env, "PYTHONPATH": str(ROOT)})
+    return nb
+
+
+@pytest.fixture(scope="module")
+def executed():
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(lesson_ids(), pool.map(execute, lesson_ids())))
+
+
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_solution_notebook_runs_without_errors(executed, lesson):
+    nb = executed[lesson]
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, [f"{e.ename}: {e.evalue}" for e in errors]
+
+
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_self_checks_give_full_marks_to_the_reference(executed, lesson):
+    nb = executed[lesson]
+    checks = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert checks
+    for cell in checks:
+        points = cell.metadata["nbgrader"]["points"]
+        results = [o for o in cell.outputs if o.output_type == "execute_result"]
+        assert len(results) == 1 and float(results[0].data["text/plain"]) == points, cell.source
+        assert not [o for o in cell.outputs if o.output_type == "stream" and o.name == "stderr"], \
+            "nbgrader scores a grade cell with stderr output as zero"
+        assert "passed all" in "".join(o.get("text", "") for o in cell.outputs)
+
+
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_figures_are_produced(executed, lesson):
+    nb = executed[lesson]
+    images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+    assert images, "every lesson shows at least one figure"

@@ -1,0 +1,56 @@
+"""lessons/ is generated from solutions/ by nbgrader's preprocessors, deterministically."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autograder import release
+from autograder.course import LESSONS
+from autograder.notebook import read_cells
+from conftest import lesson_ids, run_cli
+
+
+def test_lessons_are_in_sync_with_solutions():
+    stale = release.out_of_sync()
+    assert not stale, f"run `python -m autograder release`: out of date: {stale}"
+
+
+def test_release_is_deterministic(tmp_path):
+    first = {p.name: p.read_bytes() for p in release.release(tmp_path / "a")}
+    second = {p.name: p.read_bytes() for p in release.release(tmp_path / "b")}
+    assert first == second
+    assert first == {p.name: p.read_bytes() for p in sorted(LESSONS.glob("*.ipynb"))}
+
+
+def test_release_command_rewrites_nothing_when_in_sync():
+    before = {p: p.read_bytes() for p in LESSONS.glob("*.ipynb")}
+    run = run_cli("release")
+    assert run.returncode == 0, run.stderr
+    assert before == {p: p.read_bytes() for p in LESSONS.glob("*.ipynb")}
+
+
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_student_notebook_has_stubs_not_solutions(lesson):
+    cells, _, fatal = read_cells(LESSONS / f"{lesson}.ipynb")
+    assert fatal is None
+    text = json.dumps(cells)
+    assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text
+    graded = [c for c in cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+    assert graded
+    for cell in graded:
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        assert "raise NotImplementedError()" in src
+        assert '"""' in src, "every stub keeps its docstring"
+    assert all(not c.get("outputs") for c in cells if c.get("cell_type") == "code")
+
+
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_every_stub_is_followed_by_its_self_check(lesson):
+    cells, _, _ = read_cells(LESSONS / f"{lesson}.ipynb")
+    meta = [c.get("metadata", {}).get("nbgrader", {}) for c in cells]
+    for i, m in enumerate(meta):
+        if m.get("solution"):
+            nxt = meta[i + 1]
+            assert nxt.get("grade") and nxt.get("grade_id") == f"check_{m['grade_id']}"
+            assert nxt.get("points", 0) > 0
