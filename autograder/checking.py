@@ -97,3 +97,54 @@ def expect_attention(got, q, k, v, mask, expected, *, call: str) -> None:
                                                        and np.abs(g[blocked]).max() > 1e-6)}
     expect_array(got[0], exp_out, call=f"the output of {call}", inputs=(q, k, v),
                  mutants=attention_mutants(q, k, v, mask, which="output"), signs=out_signs)
+
+
+# ----------------------------------------------------------------------------- PyTorch helpers
+
+def random_parameters(rng, shapes: dict, scale: float = 0.5) -> dict:
+    """float32 tensors for each parameter name (weights copied in, never the student's RNG)."""
+    import torch
+    return {name: torch.from_numpy((rng.standard_normal(shape) * scale).astype(np.float32))
+            for name, shape in shapes.items()}
+
+
+def linear_shapes(names, d_in, d_out) -> dict:
+    shapes = {}
+    for n in names:
+        shapes[f"{n}.weight"] = (d_out, d_in)
+        shapes[f"{n}.bias"] = (d_out,)
+    return shapes
+
+
+def expect_parameters(module, shapes: dict, what: str) -> None:
+    """The student's module has exactly these parameter names and shapes."""
+    have = module.parameters()
+    missing = [n for n in shapes if n not in have]
+    wrong = [f"{n} has shape {tuple(have[n])}, expected {shapes[n]}" for n in shapes
+             if n in have and tuple(have[n]) != tuple(shapes[n])]
+    if missing or wrong:
+        problems = ([f"missing parameter(s): {', '.join(missing)}"] if missing else []) + wrong
+        raise Mismatch(f"{what}: {'; '.join(problems)}. Its parameters are: "
+                       f"{', '.join(f'{n} {tuple(s)}' for n, s in have.items()) or 'none'}",
+                       mistake="wrong-shape" if wrong and not missing else None)
+
+
+def reference_output(cls, init_args, params, *inputs, mask_kw="mask", mask=None, train=False):
+    """Run the reference class in float64 with the given (float32) parameters."""
+    import torch
+    torch.manual_seed(0)
+    module = cls(*init_args).double()
+    module.train(train)
+    with torch.no_grad():
+        own = dict(module.named_parameters())
+        for name, value in params.items():
+            own[name].copy_(value.double())
+        kwargs = {} if mask is None else {mask_kw: mask}
+        return module(*(x.double() for x in inputs), **kwargs)
+
+
+def expect_tensor(got, expected, *, call: str, mutants=None, signs=None, inputs=()):
+    """Like expect_array for tensors; modules compute in float32, so the float32 tolerance applies."""
+    from .tolerances import FLOAT32
+    expect_array(got, expected, call=call, kind="torch", mutants=mutants, signs=signs,
+                 inputs=inputs, tol=FLOAT32)

@@ -32,3 +32,16 @@ def cell_source(lesson_id: str, grade_id: str) -> str:
         if cell.grade_id == grade_id:
             return cell.source
     raise KeyError(f"{lesson_id} has no cell {grade_id!r}")
+
+
+def class_source(lesson_id: str, class_name: str) -> str:
+    """The source of one class defined anywhere in a solution notebook's setup or solution cells."""
+    import ast
+    lesson = COURSE[lesson_id]
+    program = build_program(lesson.solution_path, lesson, released=lesson.solution_path)
+    for cell in program.cells:
+        tree = ast.parse(cell.source)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == class_name:
+                return ast.get_source_segment(cell.source, node)
+    raise KeyError(f"{lesson_id} defines no class {class_name!r}")

@@ -1,0 +1,3 @@
+# lesson: 06_debugging_projection_reuse
+# expect: wrong FixedMultiHeadAttention not-implemented
+# The released stub, untouched.
