@@ -1,0 +1,77 @@
+"""Grading a class: layouts, per-student files, grades.csv, resume after a kill, determinism."""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+
+from autograder.course import COURSE
+from conftest import ROOT, notebook_with, run_cli
+
+L01 = "01_scaled_dot_product_attention"
+
+
+def make_class(root):
+    shutil.copy(COURSE[L01].solution_path, (root / "ada").mkdir(parents=True) or root / "ada" / f"{L01}.ipynb")
+    shutil.copy(COURSE[L01].released_path, (root / "bob").mkdir() or root / "bob" / f"{L01}.ipynb")
+    (root / "cyd").mkdir()
+    (root / "cyd" / f"{L01}.ipynb").write_text("{ broken")
+    notebook_with("02_masking", {"causal_mask": "def causal_mask(seq_len):\n    return np.triu(np.ones((seq_len, seq_len), dtype=bool))\n"},
+                  root / "cyd")
+
+
+def test_class_folder_with_feedback_and_grades_csv(tmp_path):
+    make_class(tmp_path / "class")
+    out = tmp_path / "out"
+    run = run_cli("grade", tmp_path / "class", "--out", out, "--json", tmp_path / "r.json", "--jobs", "2")
+    assert run.returncode == 0, run.stderr
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert set(results) == {"ada", "bob", "cyd"}
+    assert results["ada"]["score"] == results["ada"]["max_score"] > 0
+    assert results["bob"]["score"] == 0
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").open())}
+    assert float(rows["ada"]["score"]) == results["ada"]["score"]
+    assert f"{L01}:softmax" in rows["ada"]
+    feedback = (out / "cyd" / "feedback.md").read_text()
+    assert "not valid JSON" in feedback and "causal-transposed" in feedback
+    assert json.loads((out / "bob" / "results.json").read_text()) == results["bob"]
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_restart_grades_only_what_is_missing(tmp_path):
+    make_class(tmp_path / "class")
+    out = tmp_path / "out"
+    assert run_cli("grade", tmp_path / "class", "--out", out, "--jobs", "1").returncode == 0
+    first = {s: (out / s / "results.json").stat().st_mtime_ns for s in ("ada", "bob", "cyd")}
+    # a run killed before bob was written: his files are missing
+    (out / "bob" / "results.json").unlink()
+    (out / "bob" / "fingerprint").unlink()
+    run = run_cli("grade", tmp_path / "class", "--out", out, "--jobs", "1")
+    assert run.returncode == 0
+    assert (out / "ada" / "results.json").stat().st_mtime_ns == first["ada"]
+    assert (out / "cyd" / "results.json").stat().st_mtime_ns == first["cyd"]
+    assert (out / "bob" / "results.json").exists()
+    # a changed submission is regraded
+    shutil.copy(COURSE[L01].solution_path, tmp_path / "class" / "bob" / f"{L01}.ipynb")
+    assert run_cli("grade", tmp_path / "class", "--out", out).returncode == 0
+    bob = json.loads((out / "bob" / "results.json").read_text())
+    assert bob["score"] == bob["max_score"]
+
+
+def test_nbgrader_submitted_layout(tmp_path):
+    sub = tmp_path / "submitted" / "dana" / "lesson1"
+    sub.mkdir(parents=True)
+    shutil.copy(COURSE[L01].solution_path, sub / f"{L01}.ipynb")
+    run = run_cli("grade", tmp_path / "submitted", "--json", tmp_path / "r.json")
+    assert run.returncode == 0, run.stderr
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert results["dana"]["score"] == results["dana"]["max_score"] > 0
+
+
+def test_same_submission_same_json(tmp_path):
+    outs = []
+    for name in ("a.json", "b.json"):
+        run = run_cli("grade", ROOT / "solutions" / f"{L01}.ipynb", "--json", tmp_path / name)
+        assert run.returncode == 0
+        outs.append((tmp_path / name).read_text())
+    assert outs[0] == outs[1]
