@@ -1,0 +1,64 @@
+"""`nbgrader autograde` and our grader give the same totals (the self-check cells are nbgrader's
+autograded cells, and they report partial credit with the same checks)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from nbgrader.api import Gradebook
+
+from autograder.course import COURSE
+from conftest import ROOT, run_cli
+
+LESSON = "01_scaled_dot_product_attention"
+PARTIAL = {
+    "softmax": "def softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis=axis, keepdims=True))\n"
+               "    return e / e.sum(axis=axis, keepdims=True)\n",
+    "scaled_dot_product_attention": "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                                    "    w = softmax(q @ np.swapaxes(k, -1, -2))\n    return w @ v, w\n",
+}
+
+
+def nbgrader(course, *args):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("MPLBACKEND", None)
+    run = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_nbgrader_autograde_totals_equal_ours(tmp_path):
+    course = tmp_path / "course"
+    (course / "source" / "l01").mkdir(parents=True)
+    shutil.copy(COURSE[LESSON].solution_path, course / "source" / "l01")
+    (course / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\nc.CourseDirectory.course_id = 'mha'\n")
+    nbgrader(course, "db", "assignment", "add", "l01")
+    nbgrader(course, "generate_assignment", "l01", "--force")
+    released = course / "release" / "l01" / f"{LESSON}.ipynb"
+
+    partial = json.loads(released.read_text())
+    for cell in partial["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in PARTIAL:
+            cell["source"] = PARTIAL[gid]
+    submissions = {"reference": (course / "source" / "l01" / f"{LESSON}.ipynb").read_text(),
+                   "untouched": released.read_text(), "partial": json.dumps(partial)}
+    for student, text in submissions.items():
+        folder = course / "submitted" / student / "l01"
+        folder.mkdir(parents=True)
+        (folder / f"{LESSON}.ipynb").write_text(text)
+    nbgrader(course, "autograde", "l01", "--force", "--create")
+
+    run = run_cli("grade", course / "submitted", "--json", tmp_path / "ours.json")
+    assert run.returncode == 0, run.stderr
+    ours = json.loads((tmp_path / "ours.json").read_text())
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        theirs = {s: (gb.find_submission("l01", s).score, gb.find_submission("l01", s).max_score)
+                  for s in submissions}
+    for student in submissions:
+        assert theirs[student] == (ours[student]["score"], ours[student]["max_score"]), (student, theirs, ours[student])
+    assert theirs["reference"][0] == theirs["reference"][1] > theirs["partial"][0] > theirs["untouched"][0] == 0
