@@ -1,4 +1,4 @@
-"""Command line: `python -m autograder grade PATH [--json FILE] [--jobs N]` and `release`."""
+"""Command line: `python -m autograder grade PATH [--json FILE] [--jobs N]`, `release` and `gradescope`."""
 from __future__ import annotations
 
 import argparse
@@ -82,6 +82,20 @@ def cmd_release(args) -> int:
     return 0
 
 
+def cmd_gradescope(args) -> int:
+    from .gradescope import write_bundle
+    lessons = args.lessons or list(COURSE)
+    unknown = [lid for lid in lessons if lid not in COURSE]
+    if unknown:
+        print(f"error: unknown lesson id(s): {', '.join(unknown)}; the lessons are: "
+              + ", ".join(COURSE), file=sys.stderr)
+        return USAGE_ERROR
+    out = write_bundle(Path(args.out), lessons)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) grading {len(lessons)} lesson(s); "
+          f"upload it as the assignment's autograder on Gradescope")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -96,6 +110,12 @@ def main(argv=None) -> int:
     g.set_defaults(func=cmd_grade)
     r = sub.add_parser("release", help="regenerate lessons/ from solutions/")
     r.set_defaults(func=cmd_release)
+    gs = sub.add_parser("gradescope", help="write a Gradescope autograder bundle (zip)")
+    gs.add_argument("--out", default="gradescope_autograder.zip", help="the zip to write "
+                                                                      "(default gradescope_autograder.zip)")
+    gs.add_argument("--lessons", nargs="+", metavar="LESSON_ID", default=None,
+                    help="lessons this Gradescope assignment grades (default: all six)")
+    gs.set_defaults(func=cmd_gradescope)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:

@@ -5,6 +5,7 @@ The result is a Gradescope results.json object (see ../shared/COURSE_SPEC.md).
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from .course import COURSE
 from .notebook import build_program
@@ -16,15 +17,15 @@ from .student import ExerciseUnavailable, Submission
 class BrokenSubmission:
     """A lesson whose notebook could not be read at all: every check fails with the reason."""
 
-    def __init__(self, program):
-        self.program = program
+    def __init__(self, program, prefix: str = "the notebook could not be graded: "):
+        self.program, self.prefix = program, prefix
         self.faults = {}
 
     def begin_exercise(self, exercise):
         pass
 
     def request(self, op, **args):
-        raise ExerciseUnavailable(f"the notebook could not be graded: {self.program.fatal}", kind="fatal")
+        raise ExerciseUnavailable(self.prefix + self.program.fatal, kind="fatal")
 
     def why_missing(self, name):
         return self.program.fatal
@@ -34,9 +35,15 @@ class BrokenSubmission:
 
 
 def grade_student(notebooks: dict[str, Path], sandbox: Sandbox,
-                  time_limit: float = DEFAULT_TIME_LIMIT) -> dict:
-    """Grade `notebooks` ({lesson_id: path}) of one student."""
+                  time_limit: float = DEFAULT_TIME_LIMIT, missing: dict[str, str] | None = None) -> dict:
+    """Grade `notebooks` ({lesson_id: path}) of one student.
+
+    `missing` ({lesson_id: reason}) lists lessons that count but were not handed in: each of
+    their checks fails with the reason, so the maximum score is the same for everyone.
+    """
     submissions, notes = {}, []
+    for lesson_id, why in (missing or {}).items():
+        submissions[lesson_id] = BrokenSubmission(SimpleNamespace(fatal=why), prefix="")
     for lesson_id, path in sorted(notebooks.items()):
         program = build_program(Path(path), COURSE[lesson_id])
         notes.extend(f"{lesson_id}: {n}" for n in program.notes)

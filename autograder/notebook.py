@@ -16,7 +16,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
 
 from .course import Lesson
 
@@ -83,6 +82,7 @@ def read_cells(path: Path) -> tuple[list[dict], list[str], str | None]:
         return [], notes, "the file is JSON but not a Jupyter notebook (it has no cells)"
     if data.get("nbformat", 4) < 4 or "worksheets" in data:
         try:
+            import nbformat  # only here: importing it costs ~1.3 s (jsonschema's format checkers)
             data = nbformat.convert(nbformat.from_dict(data), 4)
             notes.append("the notebook used an old format (nbformat 3); it was converted")
         except Exception as exc:  # nbformat raises many kinds on odd input

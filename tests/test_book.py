@@ -1,0 +1,270 @@
+"""The course site: both builds, then every page opened in headless Chromium (Debian's own).
+
+The builds run `jupyter-book build` exactly as the README says. Each page is served from
+localhost and checked for JavaScript errors, rendered math, loaded images, tracebacks, requests
+that leave localhost and, in the student build, reference solution code. A screenshot of every
+page is saved under book/_build/screenshots/<variant>/.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import book
+from autograder.course import COURSE
+from conftest import ROOT
+
+BUILD = ROOT / "book" / "_build"
+OUTPUT = {"student": BUILD / "html", "instructor": BUILD / "instructor" / "_build" / "html"}
+COMMAND = {"student": ["jupyter-book", "build", "book/", "--all"],
+           "instructor": ["jupyter-book", "build", "book/", "--all", "--config", "book/_config_instructor.yml",
+                          "--path-output", "book/_build/instructor"]}
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+PAGES = ["intro", "mistakes", "genindex", "search"] + [f"lessons/{lid}" for lid in COURSE]
+
+pytestmark = pytest.mark.slow
+
+
+@functools.lru_cache(maxsize=None)
+def build(variant: str) -> tuple[Path, float]:
+    started = time.monotonic()
+    run = subprocess.run(COMMAND[variant], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    seconds = time.monotonic() - started
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "build succeeded" in run.stdout
+    timings = BUILD / "build-seconds.json"
+    data = json.loads(timings.read_text()) if timings.exists() else {}
+    timings.write_text(json.dumps({**data, variant: round(seconds, 1)}) + "\n")
+    return OUTPUT[variant], seconds
+
+
+def solution_lines(lesson_id: str) -> set[str]:
+    """Lines of reference code that a student never sees: in a solution region, not in the lesson."""
+    released = COURSE[lesson_id].released_path.read_text(encoding="utf-8")
+    nb = nbformat.read(str(COURSE[lesson_id].solution_path), as_version=4)
+    lines = set()
+    for cell in nb.cells:
+        if not cell.metadata.get("nbgrader", {}).get("solution"):
+            continue
+        inside = False
+        for line in cell.source.splitlines():
+            if "### BEGIN SOLUTION" in line or "### END SOLUTION" in line:
+                inside = "BEGIN" in line
+                continue
+            text = line.strip()
+            if inside and len(text) >= 16 and not text.startswith("#") and json.dumps(text)[1:-1] not in released:
+                lines.add(text)
+    return lines
+
+
+# -- static checks: no browser needed ---------------------------------------------------
+
+@pytest.mark.parametrize("variant", ["student", "instructor"])
+def test_book_builds_every_page_from_solutions(variant):
+    html, _ = build(variant)
+    for page in PAGES:
+        assert (html / f"{page}.html").exists(), page
+    assert (html / "_static" / "mathjax" / "tex-chtml.js").exists()  # bundled, not a CDN
+    generated = (ROOT / "book" / "lessons")
+    assert sorted(p.stem for p in generated.glob("*.ipynb")) == sorted(COURSE)
+    toc = (ROOT / "book" / "_toc.yml").read_text()
+    assert all(f"lessons/{lid}" in toc for lid in COURSE)
+
+
+def test_no_page_refers_to_another_host():
+    html, _ = build("student")
+    for page in html.rglob("*.html"):
+        external = re.findall(r'<(?:script|link|img)[^>]+(?:src|href)="(https?:)?//[^"]+"', page.read_text())
+        assert not external, (page.name, external[:3])
+
+
+def test_common_mistakes_page_lists_the_whole_catalogue():
+    html, _ = build("student")
+    text = (html / "mistakes.html").read_text()
+    from autograder.mistakes import CATALOGUE
+    for mistake in CATALOGUE.values():
+        assert f'id="{mistake.id}"' in text, mistake.id
+
+
+def test_solution_line_finder_finds_lines_to_look_for():
+    for lesson_id in COURSE:
+        assert len(solution_lines(lesson_id)) >= 2, lesson_id
+
+
+def test_page_generation_strips_solutions_but_keeps_figures(tmp_path):
+    nb = book.executed_solution("01_scaled_dot_product_attention", BUILD / ".executed")
+    student = book.page(nb, "student")
+    instructor = book.page(nb, "instructor")
+    secret = sorted(solution_lines("01_scaled_dot_product_attention"))[0]
+    assert secret not in nbformat.writes(student)
+    assert secret in nbformat.writes(instructor)
+    images = [o for c in student.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+    assert images
+    checks = [c for c in student.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert checks and all(not c.outputs for c in checks)
+
+
+# -- the browser ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not (CHROMIUM and CHROMEDRIVER):
+        reason = ("Debian's chromium and chromium-driver are not installed "
+                  "(apt-get install -y chromium chromium-driver; .ci/run does this)")
+        if os.environ.get("COURSE_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason + ", and COURSE_REQUIRE_BROWSER=1 forbids skipping")
+        pytest.skip(reason)
+    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must never fetch a browser or driver
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}", "--window-size=1280,900"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    # record uncaught errors and rejected promises from the very first script on each page
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+        window.__errors = [];
+        addEventListener('error', e => window.__errors.push(String(e.message || e.type)), true);
+        addEventListener('unhandledrejection', e => window.__errors.push('unhandled: ' + e.reason));"""})
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def served():
+    servers = {}
+
+    def serve(variant: str) -> str:
+        if variant not in servers:
+            html, _ = build(variant)
+            handler = functools.partial(QuietHandler, directory=str(html))
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            servers[variant] = server
+        return f"http://127.0.0.1:{servers[variant].server_address[1]}/"
+    yield serve
+    for server in servers.values():
+        server.shutdown()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+PAGE_STATE = """
+const body = document.body;
+const text = body.innerText;
+const prose = body.cloneNode(true);  // the page without code, rendered math and scripts
+prose.querySelectorAll('pre, code, .highlight, mjx-container, script, style, template').forEach(e => e.remove());
+const mathNodes = Array.from(document.querySelectorAll('.math'));
+return {
+  title: document.title,
+  errors: window.__errors || [],
+  mathNodes: mathNodes.length,
+  mathRendered: mathNodes.filter(e => e.querySelector('mjx-container')).length,
+  mjx: document.querySelectorAll('mjx-container').length,
+  text: text,
+  prose: prose.textContent,
+  allText: body.textContent,
+  images: Array.from(document.images).map(i => ({src: i.currentSrc, ok: i.complete && i.naturalWidth > 0})),
+  resources: performance.getEntriesByType('resource').map(r => r.name),
+  tracebacks: document.querySelectorAll('.output.traceback, .output.error, .stderr.traceback').length,
+  height: Math.max(body.scrollHeight, document.documentElement.scrollHeight),
+};"""
+
+
+def open_page(driver, url: str) -> dict:
+    driver.get_log("browser")  # drop what earlier pages logged
+    driver.get(url)
+    from selenium.webdriver.support.ui import WebDriverWait
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    # MathJax typesets after load; wait until every math node holds rendered output (or time out)
+    try:
+        WebDriverWait(driver, 20).until(lambda d: d.execute_script(
+            "const m = document.querySelectorAll('.math');"
+            "return Array.from(m).every(e => e.querySelector('mjx-container'));"))
+    except Exception:
+        pass  # reported by the assertions below
+    state = driver.execute_script(PAGE_STATE)
+    state["console"] = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"
+                        and "favicon.ico" not in e["message"]]  # Chrome asks every site for one
+    return state
+
+
+def screenshot(driver, variant: str, page: str, height: int) -> Path:
+    folder = BUILD / "screenshots" / variant
+    folder.mkdir(parents=True, exist_ok=True)
+    driver.set_window_size(1280, min(max(height, 900), 12000))
+    path = folder / f"{page.replace('/', '__')}.png"
+    driver.save_screenshot(str(path))
+    driver.set_window_size(1280, 900)
+    return path
+
+
+RAW_MATH = re.compile(r"(?<![\w$])\$[^$\n]{1,200}\$(?!\w)|\\\(|\\\[")
+
+
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("variant", ["student", "instructor"])
+def test_page_in_a_real_browser(browser, served, variant, page):
+    base = served(variant)
+    state = open_page(browser, base + f"{page}.html")
+    shot = screenshot(browser, variant, page, state["height"])
+    assert shot.stat().st_size > 10_000
+
+    assert not state["errors"], state["errors"]
+    assert not state["console"], state["console"]
+    outside = [r for r in state["resources"] if not r.startswith(base)]
+    assert not outside, f"requests that leave the site: {outside[:5]}"
+    assert state["mathRendered"] == state["mathNodes"], \
+        f"{state['mathNodes'] - state['mathRendered']} of {state['mathNodes']} math elements were not rendered"
+    raw = RAW_MATH.findall(state["prose"])
+    assert not raw, f"raw TeX left on the page: {raw[:5]}"
+    broken = [i["src"] for i in state["images"] if not i["ok"]]
+    assert not broken, f"images that did not load: {broken}"
+    assert "Traceback (most recent call last)" not in state["allText"] and state["tracebacks"] == 0
+
+    if page == "intro" or page in ("lessons/01_scaled_dot_product_attention", "lessons/05_multi_head_attention"):
+        assert state["mathNodes"] > 0 and state["mjx"] >= state["mathNodes"], \
+            "this page has formulas; they were not rendered"
+    if page.startswith("lessons/"):
+        lesson_id = page.split("/")[1]
+        assert any(i["src"].endswith(".png") for i in state["images"]), "the lesson's figures are missing"
+        assert "raise NotImplementedError" in state["allText"], "the stubs are missing"
+        leaked = [line for line in solution_lines(lesson_id) if line in state["allText"]]
+        if variant == "student":
+            assert not leaked, f"reference solution code in the student site: {leaked[:3]}"
+        else:
+            assert leaked, "the instructor site should show the reference solutions"
+            assert "Reference solution" in state["text"]
+            blocks = browser.execute_script(
+                "return Array.from(document.querySelectorAll('.admonition.dropdown'))"
+                ".map(d => ({title: d.querySelector('.admonition-title').innerText,"
+                "            code: Array.from(d.querySelectorAll('pre')).map(p =>"
+                "              p.checkVisibility({visibilityProperty: true}) && p.getBoundingClientRect().height > 0)}));")
+            assert len(blocks) == len(COURSE[lesson_id].exercises), blocks
+            assert all(b["title"].startswith("Reference solution") for b in blocks)
+            assert all(b["code"] and not any(b["code"]) for b in blocks), "the solutions should start collapsed"
+            shown = browser.execute_script(  # one click opens a solution
+                "const d = document.querySelector('.admonition.dropdown');"
+                "d.querySelector('button.toggle-button').click();"
+                "const p = d.querySelector('pre');"
+                "return p.checkVisibility({visibilityProperty: true}) && p.getBoundingClientRect().height > 0;")
+            assert shown, "clicking 'Reference solution' should show the code"
