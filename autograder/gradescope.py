@@ -32,13 +32,11 @@ SETUP_SH = r"""#!/usr/bin/env bash
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON="${AUTOGRADER_PYTHON:-python3}"
-if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-  if command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-pip
-  fi
-  "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
-    echo "The autograder needs Python >= 3.11; choose Gradescope's Ubuntu 24.04 base image." >&2; exit 1; }
+usable() { "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && "$PYTHON" -m pip --version >/dev/null 2>&1; }
+if ! usable && command -v apt-get >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-pip
 fi
+usable || { echo "The autograder needs Python >= 3.11 with pip; choose Gradescope's Ubuntu 24.04 base image." >&2; exit 1; }
 # The CPU build of PyTorch: Gradescope has no GPU, and the default wheels pull GBs of CUDA.
 "$PYTHON" -m pip install --break-system-packages --no-cache-dir \
   --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt 2>/dev/null \

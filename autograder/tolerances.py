@@ -18,8 +18,6 @@ still fail. Both bounds are set from those two facts:
 """
 from __future__ import annotations
 
-import numpy as np
-
 FLOAT64 = (1e-6, 1e-9)   # (rtol, atol)
 FLOAT32 = (1e-4, 1e-5)
 

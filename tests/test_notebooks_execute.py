@@ -1,24 +1,17 @@
 """Every solution notebook runs top to bottom in a real kernel, and its self-checks give full marks."""
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
+from autograder import book
 from autograder.course import SOLUTIONS
-from conftest import ROOT, lesson_ids
+from conftest import lesson_ids
 
 
 def execute(lesson: str):
-    nb = nbformat.read(str(SOLUTIONS / f"{lesson}.ipynb"), as_version=4)
-    client = NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(SOLUTIONS)}})
-    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep the inline backend
-    client.execute(env={**env, "PYTHONPATH": str(ROOT)})
-    return nb
+    return book.execute(SOLUTIONS / f"{lesson}.ipynb", SOLUTIONS)
 
 
 @pytest.fixture(scope="module")
