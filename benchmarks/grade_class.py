@@ -99,7 +99,7 @@ def time_nbgrader(course: Path, made: dict) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--students", type=int, default=8)
+    parser.add_argument("--students", type=int, default=16)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--skip-nbgrader", action="store_true")
     args = parser.parse_args(argv)

@@ -27,8 +27,9 @@ from conftest import ROOT
 
 BUILD = ROOT / "book" / "_build"
 OUTPUT = {"student": BUILD / "html", "instructor": BUILD / "instructor" / "_build" / "html"}
-COMMAND = {"student": ["jupyter-book", "build", "book/", "--all"],
-           "instructor": ["jupyter-book", "build", "book/", "--all", "--config", "book/_config_instructor.yml",
+# the README's commands, plus --all (read every page again) and -W (a warning, e.g. a broken link, fails)
+COMMAND = {"student": ["jupyter-book", "build", "book/", "--all", "-W"],
+           "instructor": ["jupyter-book", "build", "book/", "--all", "-W", "--config", "book/_config_instructor.yml",
                           "--path-output", "book/_build/instructor"]}
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 PAGES = ["intro", "mistakes", "genindex", "search"] + [f"lessons/{lid}" for lid in COURSE]
