@@ -123,6 +123,10 @@ class Executor:
         except (TypeError, ValueError):
             return None
 
+    def op_protected(self):
+        """Whether this worker's filesystem view is locked down (see worker.protect_files)."""
+        return bool(getattr(self, "protected", False))
+
     def op_names(self):
         return sorted(k for k in self.ns if not k.startswith("_"))
 

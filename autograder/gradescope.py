@@ -141,12 +141,13 @@ def find_notebooks(submission: Path, lessons: list[str]) -> tuple[dict[str, Path
     return chosen, notes
 
 
-def grade_submission(submission: Path, lessons: list[str], time_limit: float = 10.0) -> dict:
+def grade_submission(submission: Path, lessons: list[str], time_limit: float = 10.0,
+                     read_only: tuple[Path, ...] = ()) -> dict:
     from .grading import grade_student
     from .sandbox import Sandbox
     notebooks, notes = find_notebooks(submission, lessons)
     missing = [lid for lid in lessons if lid not in notebooks]
-    sandbox = Sandbox()
+    sandbox = Sandbox(read_only=[submission, *read_only])  # student code cannot forge results.json
     try:
         result = grade_student(notebooks, sandbox, time_limit,
                                missing={lid: f"not submitted: no file named {lid}.ipynb was found "
@@ -178,7 +179,8 @@ def main(argv=None) -> int:
         lessons = list(COURSE)
         if args.config and Path(args.config).exists():
             lessons = [lid for lid in json.loads(Path(args.config).read_text())["lessons"] if lid in COURSE]
-        result = grade_submission(Path(args.submission), lessons, args.time_limit)
+        results.parent.mkdir(parents=True, exist_ok=True)
+        result = grade_submission(Path(args.submission), lessons, args.time_limit, read_only=(results.parent,))
     except Exception as exc:  # never leave Gradescope without a results.json
         result = crash_result(exc)
         write_json(results, result)

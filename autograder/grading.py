@@ -7,6 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+# Everything the grader imports, imported before any student code runs: where the worker gets no
+# read-only view of the course (see worker.protect_files), a module edited on disk by a
+# submission is then never loaded.
+from . import checking, compare, mistakes, mutants, report, tolerances  # noqa: F401
 from .course import COURSE
 from .notebook import build_program
 from .plugin import GradingPlugin, run_checks

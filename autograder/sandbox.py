@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from . import wire
+from .course import ROOT, SOLUTIONS
 
 DEFAULT_TIME_LIMIT = 10.0                 # seconds per exercise
 DEFAULT_MEMORY_LIMIT = 2 * 1024 ** 3      # bytes on top of what the preloaded worker uses
@@ -134,11 +135,22 @@ class Child:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+def protected_paths() -> list[str]:
+    """Folders student code may read but never change: the course (the grader, its checks, the
+    lessons), the Python installation with its packages, and the home folder (no planting code
+    in ~/.bashrc or ~/.local for the next run)."""
+    import site
+    paths = [ROOT, sys.prefix, sys.base_prefix, sys.exec_prefix, Path.home()]
+    paths += site.getsitepackages() + [site.getusersitepackages()]
+    return [str(Path(p).resolve()) for p in paths if Path(p).is_dir()]
+
+
 class Sandbox:
     """A preloaded worker parent, started on first use and shared by every submission."""
 
-    def __init__(self, memory_bytes: int | None = DEFAULT_MEMORY_LIMIT):
+    def __init__(self, memory_bytes: int | None = DEFAULT_MEMORY_LIMIT, read_only: list[str] = ()):
         self.memory_bytes = memory_bytes
+        self.read_only = [str(p) for p in read_only]   # more folders student code must not change
         self._proc = None
         self._control = None
 
@@ -162,7 +174,8 @@ class Sandbox:
             self._start()
         workdir = tempfile.mkdtemp(prefix="autograder-")
         ours, theirs = socket.socketpair()
-        settings = {"workdir": workdir, "memory_bytes": self.memory_bytes}
+        settings = {"workdir": workdir, "memory_bytes": self.memory_bytes,
+                    "read_only": protected_paths() + self.read_only, "hidden": [str(SOLUTIONS)]}
         socket.send_fds(self._control, [json.dumps(settings).encode()], [theirs.fileno()])
         theirs.close()
         pid = json.loads(self._control.recv(4096))["pid"]

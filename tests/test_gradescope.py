@@ -160,3 +160,42 @@ def test_find_notebooks_prefers_the_exact_name_and_says_what_it_ignored(tmp_path
     assert found == {L01: tmp_path / f"{L01}.ipynb", L02: tmp_path / f"{L02} (1).ipynb"}
     assert any(f"a/{L01}.ipynb was ignored" in n for n in notes)
     assert not any("checkpoints" in n for n in notes)
+
+
+FORGER = '''
+import json
+FORGED = []
+for target, text in {targets!r}.items():
+    try:
+        with open(target, "w") as f:
+            f.write(text)
+        FORGED.append(target)
+    except OSError:
+        pass
+def softmax(x, axis=-1):
+    if FORGED:
+        raise RuntimeError("wrote " + ", ".join(FORGED))
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+'''
+
+
+def test_a_submission_cannot_forge_results_json_or_edit_the_bundle(bundle, tmp_path, file_protection):
+    from conftest import notebook_with
+    source = unpack(bundle, tmp_path)
+    fake = json.dumps({"score": 55, "max_score": 55, "tests": []})
+    targets = {str(tmp_path / "results" / "results.json"): fake,
+               str(source / "autograder" / "checks" / f"test_{L01}.py"): "LESSON = None\n"}
+    cell = FORGER.format(targets=targets) + '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    raise NotImplementedError()
+'''
+    nb = notebook_with(L01, {"softmax": cell}, tmp_path / "work")
+    shutil.copy(nb, tmp_path / "submission")
+    (tmp_path / "results").mkdir()
+    before = (source / "autograder" / "checks" / f"test_{L01}.py").read_bytes()
+    result = run_autograder(tmp_path)
+    softmax = [t for t in result["tests"] if "exercise:softmax" in t["tags"]]
+    assert softmax and all(t["status"] == "passed" for t in softmax), [t["output"] for t in softmax]
+    assert result["score"] == sum(t["max_score"] for t in softmax) < result["max_score"] == 55
+    assert (source / "autograder" / "checks" / f"test_{L01}.py").read_bytes() == before

@@ -6,6 +6,7 @@ exercise (scaled_dot_product_attention) is correct, and must still get full mark
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import time
 
 import pytest
@@ -162,3 +163,47 @@ def test_same_submission_same_grade(grade, tmp_path):
     a = grade_softmax(grade, tmp_path / "a", source)[0]
     b = grade_softmax(grade, tmp_path / "b", source)[0]
     assert a["score"] == b["score"] and outputs(a) == outputs(b)
+
+
+TAMPER = '''
+import os, pathlib, site, sys
+TARGETS = {targets!r}
+def _attempts():
+    done = []
+    for target in TARGETS:
+        try:
+            open(target, "a").close()      # append mode, nothing written: a harmless probe
+            done.append("changed " + target)
+        except OSError:
+            pass
+    try:
+        if os.listdir({solutions!r}):
+            done.append("read solutions/")
+    except OSError:
+        pass
+    return done
+ESCAPED = _attempts()
+def softmax(x, axis=-1):
+    if ESCAPED:
+        raise RuntimeError("; ".join(ESCAPED))
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+'''
+
+
+def test_student_code_cannot_change_the_grader_python_or_home_nor_read_solutions(grade, file_protection, tmp_path):
+    from autograder.course import ROOT, SOLUTIONS
+    import site
+    import numpy
+    sentinel = Path.home() / ".autograder-tamper-probe"
+    targets = [str(ROOT / "autograder" / "mistakes.py"), str(ROOT / "autograder" / "checks" / "new_check.py"),
+               str(Path(numpy.__file__)), str(Path(site.getsitepackages()[0]) / "planted.pth"), str(sentinel)]
+    before = {t: Path(t).stat().st_mtime_ns for t in targets if Path(t).exists()}
+    source = TAMPER.format(targets=targets, solutions=str(SOLUTIONS))
+    softmax, attention, _ = grade_softmax(grade, tmp_path, source)
+    assert softmax["score"] == softmax["max"], outputs(softmax)
+    assert attention["score"] == attention["max"]
+    assert {t: Path(t).stat().st_mtime_ns for t in targets if Path(t).exists()} == before
+    for created in (ROOT / "autograder" / "checks" / "new_check.py", sentinel,
+                    Path(site.getsitepackages()[0]) / "planted.pth"):
+        assert not created.exists()
