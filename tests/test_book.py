@@ -202,7 +202,6 @@ return {
   images: Array.from(document.images).map(i => ({src: i.currentSrc, ok: i.complete && i.naturalWidth > 0})),
   resources: performance.getEntriesByType('resource').map(r => r.name),
   tracebacks: document.querySelectorAll('.output.traceback, .output.error, .stderr.traceback').length,
-  height: Math.max(body.scrollHeight, document.documentElement.scrollHeight),
 };"""
 
 
@@ -224,13 +223,17 @@ def open_page(driver, url: str) -> dict:
     return state
 
 
-def screenshot(driver, variant: str, page: str, height: int) -> Path:
+def screenshot(driver, variant: str, page: str) -> Path:
+    """The whole page, not just the window (Chrome's DevTools full-page capture)."""
+    import base64
     folder = BUILD / "screenshots" / variant
     folder.mkdir(parents=True, exist_ok=True)
-    driver.set_window_size(1280, min(max(height, 900), 12000))
+    size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 16000), "scale": 1}
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot",
+                                  {"format": "png", "captureBeyondViewport": True, "clip": clip})
     path = folder / f"{page.replace('/', '__')}.png"
-    driver.save_screenshot(str(path))
-    driver.set_window_size(1280, 900)
+    path.write_bytes(base64.b64decode(shot["data"]))
     return path
 
 
@@ -242,7 +245,7 @@ RAW_MATH = re.compile(r"(?<![\w$])\$[^$\n]{1,200}\$(?!\w)|\\\(|\\\[")
 def test_page_in_a_real_browser(browser, served, variant, page):
     base = served(variant)
     state = open_page(browser, base + f"{page}.html")
-    shot = screenshot(browser, variant, page, state["height"])
+    shot = screenshot(browser, variant, page)
     assert shot.stat().st_size > 10_000
 
     assert not state["errors"], state["errors"]
