@@ -67,14 +67,15 @@ exit 0
 
 def grading_requirements(text: str) -> str:
     """The lines of requirements.txt that grading needs (same pins, one source of versions)."""
-    keep = ["# Generated from the course's requirements.txt: what grading needs at run time."]
-    for line in text.splitlines():
-        name = re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0].lower()
+    pins = {}
+    for line in map(str.strip, text.splitlines()):
+        name = re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower()
         if name in GRADING_PACKAGES:
-            keep.append(line.strip())
-    missing = set(GRADING_PACKAGES) - {re.split(r"[<>=!~\[; ]", k, maxsplit=1)[0].lower() for k in keep[1:]}
+            pins[name] = line
+    missing = set(GRADING_PACKAGES) - set(pins)
     if missing:
         raise ValueError(f"requirements.txt does not pin {', '.join(sorted(missing))}")
+    keep = ["# Generated from the course's requirements.txt: what grading needs at run time.", *pins.values()]
     return "\n".join(keep) + "\n"
 
 
