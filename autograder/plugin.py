@@ -18,10 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from . import diagnosis
 from .compare import Mismatch
 from .course import CHECKS
 from .reference import load_reference
-from .sandbox import StudentError, SubmissionFault
+from .sandbox import SandboxBroken, StudentError, SubmissionFault
 from .student import ExerciseUnavailable, Student
 
 
@@ -33,6 +34,8 @@ def explain_failure(exc: BaseException, exercise: str) -> tuple[str, str | None,
     if isinstance(exc, SubmissionFault):
         mistake = {"timeout": "time-limit", "memory": "memory-limit", "crash": "process-exit"}[exc.kind]
         return f"{exercise}: {exc}. {describe(mistake)}", mistake, False
+    if isinstance(exc, SandboxBroken):
+        return f"the autograder's sandbox broke down on this check (not your fault): {exc}", None, True
     if isinstance(exc, ExerciseUnavailable):
         return str(exc), None, False
     if isinstance(exc, StudentError):
@@ -56,6 +59,7 @@ class GradingPlugin:
         self.exercises = exercises            # lesson_id -> grade_ids to keep (None: all)
         self.results: list[dict] = []
         self.internal_errors: list[str] = []
+        self.sandbox_broken = False           # the worker itself failed: grade_student regrades
 
     def pytest_configure(self, config):
         # Failures are explained by explain_failure(); nobody reads pytest's own traceback here.
@@ -121,6 +125,9 @@ class GradingPlugin:
                 entry["tags"].append(f"mistake:{mistake}")
             if internal:
                 self.internal_errors.append(f"{item.nodeid}: {call.excinfo.value!r}")
+            if isinstance(call.excinfo.value, SandboxBroken):
+                self.sandbox_broken = True
+            diagnosis.note(entry, call.excinfo.value)    # every mistake found, for the summary
         self.results.append(entry)
 
 
@@ -146,6 +153,7 @@ def run_checks(plugin: GradingPlugin, lessons: list[str]) -> GradingPlugin:
                 sys.stdout = stdout
     finally:
         sys.dont_write_bytecode = old_dont_write
+    diagnosis.summarise(plugin.results)                  # root cause first, per exercise
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise RuntimeError(f"the checks could not run (pytest exit status {int(code)}); "
                            f"run pytest on {CHECKS} to see why")

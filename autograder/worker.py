@@ -1,24 +1,28 @@
-"""The worker side of isolation: a preloaded parent that forks one child per submission.
+"""Run: the preloaded worker ("zygote") that forks one confined child per submission.
 
-`python -m autograder.worker FD` starts the parent ("zygote"). It imports NumPy, PyTorch and
-matplotlib once, then waits on the control socket FD. Each request carries a fresh socket; the
-parent forks a child that serves the grader's requests on it, in its own session (so the grader
-can kill its whole process group), its own empty working directory, with a memory limit, with
-output thrown away (a student's prints cannot pose as results), and a single thread. Where the
-kernel allows a mount namespace, the child also sees the course, the Python installation and the
-home folder read-only and solutions/ as an empty folder (protect_files).
+It starts inside the sandbox (isolation/bwrap.py), imports NumPy, PyTorch and matplotlib once,
+then answers the grader on its control socket:
 
-The child is what runs student code; the parent never does.
+  {"op": "spawn", ...} + a socket fd  -> forks a child that confines itself (isolation/confine.py)
+                                         and then serves the grader's requests on that socket;
+                                         replies {"pid", "layers"} once the child is confined
+  {"op": "end", "pid": N}             -> kills that child and everything it started, removes its
+                                         scratch folder, replies {"ended": true}
+
+The worker never runs student code; the children do. It is a subreaper (and, in a pid
+namespace, pid 1), so every process a child starts stays in its tree and can be found and killed.
+Where children get a uid of their own, "everything it started" is simply every process of that
+uid, which no process can leave.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import resource
+import shutil
 import signal
 import socket
 import sys
+import time
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -34,91 +38,248 @@ def _vm_bytes() -> int:
 def _preload():
     os.environ.setdefault("MPLBACKEND", "Agg")
     import numpy  # noqa: F401
+    import numpy.random  # noqa: F401 - numpy 2 loads it lazily; seed_everything needs it
     import torch
     torch.set_num_threads(1)
-    import torch.nn.functional  # noqa: F401
+    import torch.nn.functional as F
+    # run each kind of kernel once, so lazy initialisation (cpuinfo reads /proc) happens here,
+    # before the children lose access to /proc
+    x = torch.randn(2, 3, 4)
+    F.softmax(x @ x.transpose(-1, -2), -1)
+    torch.nn.Linear(4, 4)(x).sum().backward()
     import matplotlib.pyplot  # noqa: F401 - lesson setup cells import it for their figures
-    from autograder import executor  # noqa: F401
+    from autograder import executor, wire  # noqa: F401
+    _stub_selfcheck()
+    from autograder.isolation import confine  # noqa: F401
+    import landlockpy, pyseccomp  # noqa: F401,E401 - load libseccomp before /usr/lib is narrowed
 
 
-CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = \
-    1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+def _stub_selfcheck():
+    """Lesson setup cells do `from autograder.selfcheck import checker`. In the sandbox the real
+    module (and the checks and reference it needs) is out of reach on purpose; grading calls the
+    student's objects from outside, so here a self-check cell simply does nothing."""
+    import types
+    import autograder
+    stub = types.ModuleType("autograder.selfcheck", _stub_selfcheck.__doc__)
+    stub.checker = lambda lesson_id: (lambda exercise, obj: 0.0)
+    sys.modules["autograder.selfcheck"] = autograder.selfcheck = stub
 
 
-def protect_files(read_only: list[str], hidden: list[str], workdir: str) -> None:
-    """Give this process a private view of the filesystem in which student code cannot change
-    the grader, its checks, the Python installation or the home folder (read-only bind mounts),
-    cannot read the reference solutions (an empty read-only tmpfs on top of them), and can still
-    write its own scratch folder. Needs a mount namespace: root, or unprivileged user namespaces.
-    Raises OSError when the kernel refuses; the caller then goes on unprotected.
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
+# ------------------------------------------------------------------------------------ processes
 
-    def call(result, what):
-        if result != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"{what}: {os.strerror(err)}")
-
-    uid, gid = os.getuid(), os.getgid()
-    if os.geteuid() == 0:
-        call(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    else:  # an unprivileged user may own a mount namespace inside a user namespace of its own
-        call(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare(CLONE_NEWUSER|CLONE_NEWNS)")
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w") as f:
-                f.write(text)
-    call(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
-    for path in hidden:
-        if os.path.isdir(path):
-            call(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
-                            b"size=4k,mode=0555"), f"hide {path}")
-    for path in dict.fromkeys(read_only):
-        if not os.path.isdir(path) or path == "/":
-            continue
-        # remounting must keep the flags the kernel locked on the original mount (nosuid, ...)
-        kept = os.statvfs(path).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        call(libc.mount(path.encode(), path.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
-        call(libc.mount(None, path.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept, None),
-             f"make {path} read-only")
-    kept = os.statvfs(workdir).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    call(libc.mount(workdir.encode(), workdir.encode(), None, MS_BIND, None), "bind the scratch folder")
-    call(libc.mount(None, workdir.encode(), None, MS_BIND | MS_REMOUNT | kept, None), "scratch folder writable")
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, uid) of a process, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        return ppid, os.stat(f"/proc/{pid}").st_uid
+    except (OSError, ValueError, IndexError):
+        return None
 
 
-def serve_child(conn_fd: int, settings: dict) -> None:
-    """Body of a forked child. Never returns."""
+def _processes() -> dict[int, tuple[int, int]]:
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            info = _stat(int(entry))
+            if info is not None:
+                found[int(entry)] = info
+    return found
+
+
+def _tree(root: int, table: dict[int, tuple[int, int]]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table:
+            found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _signal_all(pids, sig) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+class Zygote:
+    def __init__(self, control: socket.socket):
+        self.control = control
+        self.children: dict[int, dict] = {}     # pid -> {"uid", "scratch"}
+        self.uid_mode = _can_change_user()
+        self.next_slot = 0
+
+    # -- spawning ------------------------------------------------------------------------
+    def spawn(self, request: dict, conn_fd: int) -> dict:
+        self.next_slot += 1
+        uid = None
+        if self.uid_mode and request.get("uid_base") is not None:
+            uid = int(request["uid_base"]) + self.next_slot % 1000
+        scratch = os.path.join(request["scratch_root"], f"s{os.getpid()}-{self.next_slot}")
+        settings = dict(request, uid=uid, scratch=scratch)
+        ready_r, ready_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(ready_r)
+            self.control.close()
+            serve_child(conn_fd, settings, ready_w)
+        os.close(ready_w)
+        os.close(conn_fd)
+        self.children[pid] = {"uid": uid, "scratch": scratch}
+        # the child reports its layers once confined (or why it could not be); bounded wait
+        report = _read_all(ready_r, deadline=time.monotonic() + 20)
+        try:
+            layers = json.loads(report) if report else {"error": "the child stopped while confining itself"}
+        except ValueError:
+            layers = {"error": "the child sent an unreadable report"}
+        return {"pid": pid, **layers}
+
+    # -- ending --------------------------------------------------------------------------
+    def end(self, pid: int) -> dict:
+        info = self.children.pop(pid, None)
+        if info is None:
+            return {"ended": True, "note": "unknown child"}
+        for _ in range(50):
+            table = _processes()
+            doomed = set(_tree(pid, table)) if pid in table else set()
+            live_roots = set(self.children)
+            # strays: processes the kernel re-parented to us that are not a live child's tree
+            me = os.getpid()
+            for other, (ppid, uid) in table.items():
+                if ppid == me and other not in live_roots:
+                    doomed.update(_tree(other, table))
+                if info["uid"] is not None and uid == info["uid"]:
+                    doomed.add(other)
+            doomed.discard(me)
+            if not doomed:
+                break
+            _signal_all(doomed, signal.SIGSTOP)   # stopped processes cannot fork any more
+            _signal_all(doomed, signal.SIGKILL)
+            if info["uid"] is not None:
+                _as_user(info["uid"], lambda: os.kill(-1, signal.SIGKILL))
+            time.sleep(0.002)
+        else:
+            return {"ended": False}
+        if info["uid"] is not None:
+            _as_user(info["uid"], lambda: shutil.rmtree(info["scratch"], ignore_errors=True))
+        shutil.rmtree(info["scratch"], ignore_errors=True)
+        return {"ended": True}
+
+    def serve(self) -> None:
+        while True:
+            try:
+                msg, fds, _flags, _addr = socket.recv_fds(self.control, 65536, 1)
+            except OSError:
+                return
+            if not msg:
+                return
+            try:
+                request = json.loads(msg)
+                if request.get("op") == "spawn" and fds:
+                    reply = self.spawn(request, fds[0])
+                elif request.get("op") == "end":
+                    reply = self.end(int(request["pid"]))
+                else:
+                    reply = {"error": f"unknown request {request.get('op')!r}"}
+            except Exception as exc:  # never die on one bad request
+                reply = {"error": f"{type(exc).__name__}: {exc}"}
+            self.control.sendall(json.dumps(reply).encode())
+
+
+def _can_change_user() -> bool:
+    """Root with CAP_SETUID: children get their own uid (else they share ours)."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        with open("/proc/self/status") as f:
+            eff = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff"))
+        return bool(eff & (1 << 7)) and bool(eff & (1 << 6))   # CAP_SETUID, CAP_SETGID
+    except (OSError, StopIteration, ValueError):
+        return False
+
+
+def _as_user(uid: int, action) -> None:
+    """Run `action` in a short-lived process of `uid`: kill(-1) there reaches exactly that uid's
+    processes, and its files can be removed whatever their modes."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            action()
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done:
+            return
+        time.sleep(0.001)
+    os.kill(pid, signal.SIGKILL)
+
+
+def _read_all(fd: int, deadline: float) -> bytes:
+    import select
+    data = b""
+    try:
+        while time.monotonic() < deadline and len(data) < 65536:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    return data
+
+
+# ------------------------------------------------------------------------------------ the child
+
+def serve_child(conn_fd: int, settings: dict, ready_fd: int) -> None:
+    """Body of a forked child: confine, report, then serve requests. Never returns."""
     code = 0
     try:
-        os.setsid()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
-        try:  # orphans of the student's processes re-parent to us, so the grader finds them
-            ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        except Exception:
-            pass
-        protected = False
-        if settings.get("read_only") is not None:
-            try:
-                protect_files(settings["read_only"], settings.get("hidden", []), settings["workdir"])
-                protected = True
-            except OSError:
-                pass  # no mount namespace here (e.g. a container without CAP_SYS_ADMIN)
+        low = 3
+        for keep in sorted((conn_fd, ready_fd)):   # nothing of the worker's stays open
+            os.closerange(low, keep)
+            low = keep + 1
+        os.closerange(low, 1 << 16)
         devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
+        for fd in (0, 1, 2):   # a student's prints can never pose as results
             os.dup2(devnull, fd)
+        os.close(devnull)
         sys.stdout = open(os.devnull, "w")
         sys.stderr = open(os.devnull, "w")
-        os.chdir(settings["workdir"])
-        memory = settings.get("memory_bytes")
-        if memory:
-            limit = _vm_bytes() + int(memory)
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        from autograder.isolation.confine import confine
+        try:
+            layers = confine(settings, _vm_bytes())
+            report = {"layers": layers}
+        except Exception as exc:
+            report = {"error": f"could not confine the worker: {type(exc).__name__}: {exc}"}
+        os.write(ready_fd, json.dumps(report).encode())
+        os.close(ready_fd)
+        if "error" in report:
+            os._exit(4)
         from autograder.executor import Executor
         from autograder import wire
         executor = Executor()
-        executor.protected = protected
+        executor.layers = layers
         sock = socket.socket(fileno=conn_fd)
         while True:
             try:
@@ -134,25 +295,17 @@ def serve_child(conn_fd: int, settings: dict) -> None:
 
 def zygote(control_fd: int) -> None:
     _preload()
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except OSError:
+        pass
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
-    control.sendall(b'{"ready": true}')
-    while True:
-        try:
-            msg, fds, _flags, _addr = socket.recv_fds(control, 65536, 1)
-        except OSError:
-            return
-        if not msg:
-            return
-        settings = json.loads(msg)
-        if not fds:
-            continue
-        pid = os.fork()
-        if pid == 0:
-            control.close()
-            serve_child(fds[0], settings)
-        os.close(fds[0])
-        control.sendall(json.dumps({"pid": pid}).encode())
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    control.sendall(json.dumps({"ready": True, "pid": os.getpid(), "uid_mode": _can_change_user()}).encode())
+    Zygote(control).serve()
 
 
 if __name__ == "__main__":

@@ -32,9 +32,9 @@ def test_class_folder_with_feedback_and_grades_csv(tmp_path):
     rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").open())}
     assert float(rows["ada"]["score"]) == results["ada"]["score"]
     assert f"{L01}:softmax" in rows["ada"]
-    feedback = (out / "cyd" / "feedback.md").read_text()
+    feedback = (out / "students" / "cyd" / "feedback.md").read_text()
     assert "not valid JSON" in feedback and "causal-transposed" in feedback
-    assert json.loads((out / "bob" / "results.json").read_text()) == results["bob"]
+    assert json.loads((out / "students" / "bob" / "results.json").read_text()) == results["bob"]
     assert not list(out.rglob("*.tmp"))
 
 
@@ -42,19 +42,19 @@ def test_restart_grades_only_what_is_missing(tmp_path):
     make_class(tmp_path / "class")
     out = tmp_path / "out"
     assert run_cli("grade", tmp_path / "class", "--out", out, "--jobs", "1").returncode == 0
-    first = {s: (out / s / "results.json").stat().st_mtime_ns for s in ("ada", "bob", "cyd")}
+    first = {s: (out / "students" / s / "results.json").stat().st_mtime_ns for s in ("ada", "bob", "cyd")}
     # a run killed before bob was written: his files are missing
-    (out / "bob" / "results.json").unlink()
-    (out / "bob" / "fingerprint").unlink()
+    (out / "students" / "bob" / "results.json").unlink()
+    (out / "students" / "bob" / "fingerprint").unlink()
     run = run_cli("grade", tmp_path / "class", "--out", out, "--jobs", "1")
     assert run.returncode == 0
-    assert (out / "ada" / "results.json").stat().st_mtime_ns == first["ada"]
-    assert (out / "cyd" / "results.json").stat().st_mtime_ns == first["cyd"]
-    assert (out / "bob" / "results.json").exists()
+    assert (out / "students" / "ada" / "results.json").stat().st_mtime_ns == first["ada"]
+    assert (out / "students" / "cyd" / "results.json").stat().st_mtime_ns == first["cyd"]
+    assert (out / "students" / "bob" / "results.json").exists()
     # a changed submission is regraded
     shutil.copy(COURSE[L01].solution_path, tmp_path / "class" / "bob" / f"{L01}.ipynb")
     assert run_cli("grade", tmp_path / "class", "--out", out).returncode == 0
-    bob = json.loads((out / "bob" / "results.json").read_text())
+    bob = json.loads((out / "students" / "bob" / "results.json").read_text())
     assert bob["score"] == bob["max_score"]
 
 

@@ -127,7 +127,22 @@ def test_results_json_is_written_even_when_the_grader_cannot_start(bundle, tmp_p
     unpack(bundle, tmp_path)
     result = run_autograder(tmp_path, python="/bin/false")
     assert result["score"] == 0 and result["tests"] == []
-    assert "could not start" in result["output"]
+    assert "autograder failed" in result["output"]
+
+
+def test_a_results_json_forged_before_the_grader_dies_is_replaced(bundle, tmp_path):
+    """A submission that writes results.json and then kills the grader earns nothing, and an
+    older results.json is never kept."""
+    unpack(bundle, tmp_path)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "results.json").write_text('{"score": 99, "tests": []}')
+    assert run_autograder(tmp_path, python="/bin/false")["score"] == 0
+    killed = tmp_path / "python-killed"   # writes full marks, then dies as if SIGKILLed
+    killed.write_text(f"#!/bin/sh\necho '{{\"score\": 55, \"tests\": []}}' > {tmp_path}/results/results.json\n"
+                      "kill -9 $$\n")
+    killed.chmod(0o755)
+    result = run_autograder(tmp_path, python=str(killed))
+    assert result["score"] == 0 and "autograder failed" in result["output"]
 
 
 def test_setup_installs_the_bundled_requirements_with_the_cpu_torch_index(bundle, tmp_path):

@@ -1,6 +1,7 @@
 """The grader's two fixed points: the reference solutions get full marks, the stubs get zero."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -54,9 +55,12 @@ def test_terminal_report_shows_full_marks(solutions_results):
 
 
 def test_contract_checker_passes():
-    run = subprocess.run([sys.executable, str(ROOT.parent / "shared" / "check_contract.py")], cwd=ROOT,
-                         capture_output=True, text=True, timeout=900)
-    if not (ROOT.parent / "shared" / "check_contract.py").exists():
-        pytest.fail("../shared/check_contract.py is missing: the contract cannot be checked")
+    checker = ROOT.parent / "shared" / "check_contract.py"
+    if not checker.exists():
+        # a stranger's clone has no ../shared; CI has it and asks for the check (see .ci/run)
+        if os.environ.get("COURSE_REQUIRE_CONTRACT") == "1":
+            pytest.fail("../shared/check_contract.py is missing: the contract cannot be checked")
+        pytest.skip("../shared/check_contract.py is not beside this clone (only the course team's checkout has it)")
+    run = subprocess.run([sys.executable, str(checker)], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "PASS" in run.stdout

@@ -1,0 +1,120 @@
+"""The classes lesson 06's `test_projections` is graded on, written for the checks alone.
+
+None of them is the lesson's reference (`FixedMultiHeadAttention`) or its `BuggyMultiHeadAttention`:
+no reference class ever enters the student's process. There are four independent styles of
+writing the layer (separate projections with view/transpose, one fused matmul with einsum, a loop
+over heads, PyTorch's fused scaled_dot_product_attention), and each style comes in four routings:
+
+    correct      keys from k_project, values from v_project
+    buggy        keys and values from q_project (the lesson's bug)
+    keys-only    keys from q_project
+    values-only  values from q_project
+
+Every variant has the same class name, reads its projections through the same `getattr` on a
+routing tuple, and carries a random salt, so a test cannot tell them apart by name, by bytecode
+or by a hash of either: only by what the layer computes. The checks run each variant in a fresh
+process forked from the state right after the student's notebook ran, in an order shuffled per
+submission, so counting calls does not help either. tests/test_lesson06_subjects.py proves each
+correct variant equal to nn.MultiheadAttention and each wrong one different.
+"""
+from __future__ import annotations
+
+import random
+
+CLASS_NAME = "MultiHeadAttention"
+ROUTES = {
+    "correct": ("q_project", "k_project", "v_project"),
+    "buggy": ("q_project", "q_project", "q_project"),
+    "keys-only": ("q_project", "q_project", "v_project"),
+    "values-only": ("q_project", "k_project", "q_project"),
+}
+
+_INIT = '''
+    def __init__(self, d_model, num_heads, dropout):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError("d_model must be divisible by num_heads")
+        self.num_heads, self.p = num_heads, dropout
+        self.q_project = nn.Linear(d_model, d_model)
+        self.k_project = nn.Linear(d_model, d_model)
+        self.v_project = nn.Linear(d_model, d_model)
+        self.o_project = nn.Linear(d_model, d_model)
+        self._salt = SALT
+
+    def _qkv(self, x):
+        return [getattr(self, name)(x) for name in ROUTE]           # 3 x (B, T, D)
+
+    def _weights(self, scores, attn_mask):
+        if attn_mask is not None:
+            allowed = attn_mask.bool()[:, None].expand_as(scores)   # (B, h, T, T)
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        weights = torch.nan_to_num(torch.softmax(scores, -1), nan=0.0)   # blocked rows read nothing
+        return F.dropout(weights, self.p, training=self.training)
+'''
+
+STYLES = {
+    # separate projections, heads split with view + transpose
+    "split": '''
+    def forward(self, x, attn_mask=None):
+        B, T, D = x.shape
+        h, d = self.num_heads, D // self.num_heads
+        q, k, v = (t.view(B, T, h, d).transpose(1, 2) for t in self._qkv(x))      # (B, h, T, d)
+        w = self._weights(q @ k.transpose(-2, -1) / math.sqrt(d), attn_mask)       # (B, h, T, T)
+        return self.o_project((w @ v).transpose(1, 2).reshape(B, T, D))
+''',
+    # heads as an einsum axis
+    "einsum": '''
+    def forward(self, x, attn_mask=None):
+        B, T, D = x.shape
+        h = self.num_heads
+        q, k, v = (t.reshape(B, T, h, D // h) for t in self._qkv(x))              # (B, T, h, d)
+        s = torch.einsum("bqhd,bkhd->bhqk", q, k) * (D // h) ** -0.5               # (B, h, T, T)
+        w = self._weights(s, attn_mask)
+        return self.o_project(torch.einsum("bhqk,bkhd->bqhd", w, v).reshape(B, T, D))
+''',
+    # one head at a time
+    "loop": '''
+    def forward(self, x, attn_mask=None):
+        B, T, D = x.shape
+        d = D // self.num_heads
+        q, k, v = self._qkv(x)
+        heads = []
+        for i in range(self.num_heads):
+            sl = slice(i * d, (i + 1) * d)
+            s = q[..., sl] @ k[..., sl].transpose(1, 2) / math.sqrt(d)            # (B, T, T)
+            w = self._weights(s[:, None], attn_mask)[:, 0]
+            heads.append(w @ v[..., sl])                                          # (B, T, d)
+        return self.o_project(torch.cat(heads, dim=-1))
+''',
+    # PyTorch's fused kernel (a float mask of 0 / -inf, so fully blocked rows are handled by hand)
+    "fused": '''
+    def forward(self, x, attn_mask=None):
+        B, T, D = x.shape
+        h = self.num_heads
+        q, k, v = (t.view(B, T, h, D // h).transpose(1, 2) for t in self._qkv(x))  # (B, h, T, d)
+        bias, has_key = None, None
+        if attn_mask is not None:
+            allowed = attn_mask.bool()[:, None]                                    # (B, 1, T, T)
+            has_key = allowed.any(-1, keepdim=True)                                # (B, 1, T, 1)
+            bias = torch.zeros(allowed.shape, dtype=q.dtype).masked_fill(~(allowed | ~has_key), float("-inf"))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias,
+                                             dropout_p=self.p if self.training else 0.0)
+        if has_key is not None:
+            out = out.masked_fill(~has_key, 0.0)
+        return self.o_project(out.transpose(1, 2).reshape(B, T, D))
+''',
+}
+
+
+def source(style: str, routing: str, salt: int) -> str:
+    """The class source of one variant (module-level names: nn, torch, F, math)."""
+    return (f"ROUTE = {ROUTES[routing]!r}\nSALT = {salt}\n\n"
+            f"class {CLASS_NAME}(nn.Module):{_INIT}{STYLES[style]}")
+
+
+def variants(routing: str, seed: int) -> list[tuple[str, str]]:
+    """[(style, source)] for every style of `routing`, shuffled and salted from `seed`."""
+    rng = random.Random(f"{routing}:{seed}")
+    styles = list(STYLES)
+    rng.shuffle(styles)
+    return [(style, source(style, routing, rng.randrange(1 << 30))) for style in styles]

@@ -1,0 +1,385 @@
+"""Attacks on the sandbox, one per test, each with the outcome it must have.
+
+CI runs this file three times: as root, as an ordinary user, and under
+tests/support/no_namespaces.py (Docker's refusal of namespaces), so each attack is tried against
+whichever layers that setting has. Where a test has a `control`, the same attack is run once
+more in a worker with the protecting layers switched off and must then SUCCEED: that shows the
+test can fail, and that it is those layers, not luck, that stop it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from autograder.course import ROOT, SOLUTIONS
+from autograder.sandbox import Sandbox, SubmissionFault
+
+EXPECT_NO_NAMESPACES = os.environ.get("AUTOGRADER_EXPECT_NO_NAMESPACES") == "1"
+
+
+@pytest.fixture(scope="module")
+def box():
+    sandbox = Sandbox(memory_bytes=1024 ** 3)
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.fixture(scope="module")
+def open_box():
+    """The control: the same worker with no namespaces, no Landlock, no seccomp, no uid of its own."""
+    sandbox = Sandbox(memory_bytes=1024 ** 3, mode="direct", landlock=False, seccomp=False, own_uid=False,
+                      allow_unsandboxed=True)
+    yield sandbox
+    sandbox.close()
+
+
+def attempt(sandbox, code: str, timeout: float = 20.0):
+    """Run `code` in a fresh child; it sets RESULT; return RESULT (data)."""
+    child = sandbox.spawn()
+    try:
+        child.request("exec", timeout, label="attack", source=code + "\ndef _result():\n    return RESULT\n")
+        return child.request("call", timeout, target=["name", "_result"])["result"]
+    finally:
+        child.close()
+
+
+def test_the_setting_is_the_one_ci_asked_for(box):
+    layers = box.check()
+    assert box.namespaces != EXPECT_NO_NAMESPACES, layers
+    assert any(layer.startswith("Landlock ABI") for layer in layers), layers
+    assert any(layer.startswith("seccomp") for layer in layers), layers
+    assert "no capabilities" in layers
+    if os.geteuid() == 0:
+        assert any(layer.startswith("separate user") for layer in layers), layers
+
+
+# ------------------------------------------------------------------------------ reading answers
+
+READ = '''
+import os
+RESULT = {}
+for path in TARGETS:
+    try:
+        if os.path.isdir(path):
+            RESULT[path] = "listed " + ",".join(sorted(os.listdir(path))[:3])
+        else:
+            with open(path, "rb") as f:
+                RESULT[path] = "read %d bytes" % len(f.read(100))
+    except OSError as exc:
+        RESULT[path] = "blocked: " + type(exc).__name__
+try:
+    import autograder.mutants
+    RESULT["import autograder.mutants"] = "imported"
+except Exception as exc:
+    RESULT["import autograder.mutants"] = "blocked: " + type(exc).__name__
+'''
+
+
+def read_targets(tmp_path) -> list[str]:
+    # a copy of the course somewhere else on disk, and a bundle left in a folder: world-readable
+    copy = tmp_path / "course-copy"
+    copy.mkdir()
+    (copy / "01_solution.ipynb").write_text("the answers")
+    (tmp_path / "gradescope_autograder.zip").write_bytes(b"PK zip with solutions")
+    for p in (tmp_path, copy):
+        p.chmod(0o755)
+    return [str(SOLUTIONS), str(next(SOLUTIONS.glob("*.ipynb"))), str(ROOT / ".git"),
+            str(ROOT / "autograder" / "mutants.py"), str(ROOT / "tests" / "corpus"),
+            str(copy / "01_solution.ipynb"), str(tmp_path / "gradescope_autograder.zip"),
+            f"/proc/{os.getpid()}/root{SOLUTIONS}", f"/proc/{os.getpid()}/environ", "/proc/self/mounts",
+            str(Path.home()), "/etc/passwd"]
+
+
+def test_student_code_reads_nothing_of_the_course_class_or_machine(box, open_box, tmp_path):
+    targets = read_targets(tmp_path)
+    code = f"TARGETS = {targets!r}\n" + READ
+    got = attempt(box, code)
+    leaked = {k: v for k, v in got.items() if not v.startswith("blocked")}
+    assert not leaked, leaked
+    control = attempt(open_box, code)
+    assert control[str(SOLUTIONS)].startswith("listed"), control
+    assert control[str(copy_file(tmp_path))].startswith("read"), control
+
+
+def copy_file(tmp_path):
+    return tmp_path / "course-copy" / "01_solution.ipynb"
+
+
+# ------------------------------------------------------------------------------ writing
+
+WRITE = '''
+import os
+RESULT = {}
+for path in TARGETS:
+    try:
+        with open(path, "a") as f:
+            f.write("")
+        RESULT[path] = "opened for writing"
+    except OSError as exc:
+        RESULT[path] = "blocked: " + type(exc).__name__
+'''
+
+
+def test_student_code_writes_nothing_outside_its_scratch_folder(box, open_box, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)                    # writable by anyone: only the sandbox can stop it
+    victim = shared / "classmate.ipynb"
+    victim.write_text("{}")
+    victim.chmod(0o666)
+    targets = [str(victim), str(shared / "planted.py"), str(ROOT / "autograder" / "plugin.py"),
+               "/tmp/planted", f"/proc/{os.getpid()}/root{ROOT}/autograder/plugin.py"]
+    code = f"TARGETS = {targets!r}\n" + WRITE + "\nopen('mine.txt', 'w').write('scratch is fine')\n"
+    got = attempt(box, code)
+    assert all(v.startswith("blocked") for v in got.values()), got
+    assert victim.read_text() == "{}" and not (shared / "planted.py").exists()
+    control = attempt(open_box, f"TARGETS = {[str(victim)]!r}\n" + WRITE)
+    assert control[str(victim)] == "opened for writing"
+
+
+# ------------------------------------------------------------------------------ signals
+
+def test_student_code_cannot_signal_the_grader_the_worker_or_a_classmate(box, open_box):
+    classmate = box.spawn()              # another student's child in the same worker
+    other_box = Sandbox(memory_bytes=1024 ** 3)
+    other = other_box.spawn()            # a student graded by the other job (--jobs 2)
+    try:
+        targets = list(range(1, 3000)) if box.namespaces else \
+            [os.getpid(), box._proc.pid, classmate.pid, other_box._proc.pid, other.pid]
+        code = f'''
+import os, signal
+RESULT = {{"delivered": []}}
+for pid in {targets!r}:
+    if pid == os.getpid():
+        continue
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+            RESULT["delivered"].append(pid)
+        except OSError:
+            pass
+'''
+        got = attempt(box, code)
+        assert got["delivered"] == [], got
+        # everyone still answers
+        classmate.request("exec", 10, label="alive", source="x = 1")
+        other.request("exec", 10, label="alive", source="x = 1")
+        box.spawn().close()
+    finally:
+        classmate.close()
+        other.close()
+        other_box.close()
+    # control: with no layers, the same uid may signal the grader (signal 0 only: a probe)
+    control = attempt(open_box, f"import os\nos.kill({os.getpid()}, 0)\nRESULT = 'reached the grader'\n")
+    assert control == "reached the grader"
+
+
+def test_student_code_cannot_undo_the_sandbox(box):
+    code = '''
+import ctypes, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+RESULT = {}
+def call(name, *args):
+    r = getattr(libc, name)(*args)
+    RESULT[name] = "ALLOWED" if r == 0 else "blocked"
+call("unshare", 0x10000000)                        # a user namespace
+call("unshare", 0x00020000)                        # a mount namespace
+call("mount", b"none", b"/", None, 0x4000 | 0x40000, None)
+call("setuid", 0)
+call("chroot", b"/")
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM).connect(("127.0.0.1", 22))
+    RESULT["tcp"] = "ALLOWED"
+except OSError:
+    RESULT["tcp"] = "blocked"
+try:
+    libc.ptrace.restype = ctypes.c_long
+    RESULT["ptrace"] = "ALLOWED" if libc.ptrace(16, 1, 0, 0) == 0 else "blocked"
+except Exception:
+    RESULT["ptrace"] = "blocked"
+'''
+    got = attempt(box, code)
+    assert all(v == "blocked" for v in got.values()), got
+
+
+# ------------------------------------------------------------------------------ leftovers
+
+def host_processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def test_daemonised_processes_die_with_the_child_before_results(box):
+    marker = f"autograder-daemon-{uuid.uuid4().hex}"
+    code = f'''
+import os, signal, subprocess, sys
+for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+    signal.signal(sig, signal.SIG_IGN)
+# a double fork into a new session: the classic daemon, re-parented away from us
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c",
+                 "import signal, time\\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\\ntime.sleep(300)",
+                 {marker!r}])
+    os._exit(0)
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", {marker!r}], start_new_session=True)
+import time
+time.sleep(0.5)
+RESULT = "started"
+'''
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="daemon", source=code)
+        assert len(host_processes_with(marker)) >= 2, "the test's daemons did not start"
+    finally:
+        child.close()
+    assert host_processes_with(marker) == [], "a process the submission started outlived its child"
+
+
+# ------------------------------------------------------------------------------ untrusted bytes and time
+
+FIND_SOCKET = '''
+import os, socket, struct, threading, time
+def _grader_socket():
+    for fd in range(3, 64):
+        try:
+            s = socket.socket(fileno=os.dup(fd))
+            if s.family == socket.AF_UNIX:
+                return s
+            s.detach()
+        except OSError:
+            pass
+    raise RuntimeError("no socket")
+'''
+
+
+def test_a_trickled_reply_is_cut_at_the_deadline(box):
+    code = FIND_SOCKET + '''
+def trickle():
+    s = _grader_socket()
+    header = b'{"value": null, "buffers": []}'
+    frame = struct.pack(">Q", len(header)) + header
+    for byte in frame[:-1]:
+        s.send(bytes([byte]))
+        time.sleep(0.25)
+def slow():
+    threading.Thread(target=trickle, daemon=True).start()
+    time.sleep(60)
+'''
+    child = box.spawn()
+    try:
+        child.request("exec", 10, label="trickle", source=code)
+        started = time.monotonic()
+        with pytest.raises(SubmissionFault) as fault:
+            child.request("call", 2.0, target=["name", "slow"])
+        assert fault.value.kind in ("timeout", "crash")
+        assert time.monotonic() - started < 3.5
+    finally:
+        child.close()
+
+
+@pytest.mark.parametrize("frame", ["deep", "huge_claim", "bad_spec"])
+def test_a_forged_reply_costs_only_the_exercise(box, frame):
+    forged = {
+        "deep": b"[" * 200_000 + b"]" * 200_000,
+        "huge_claim": b'{"value": null, "buffers": [["float64", [100000, 100000, 100000]]]}',
+        "bad_spec": b'{"value": {"$array": 7}, "buffers": [["object", [1]]]}',
+    }[frame]
+    code = FIND_SOCKET + f'''
+def forge():
+    s = _grader_socket()
+    header = {forged!r}
+    s.sendall(struct.pack(">Q", len(header)) + header)
+    time.sleep(30)
+'''
+    child = box.spawn()
+    try:
+        child.request("exec", 10, label="forge", source=code)
+        started = time.monotonic()
+        with pytest.raises(SubmissionFault):
+            child.request("call", 5.0, target=["name", "forge"])
+        assert time.monotonic() - started < 6
+    finally:
+        child.close()
+    box.spawn().close()   # the worker is fine
+
+
+def test_memory_and_process_limits_hold(box):
+    code = '''
+import os
+RESULT = {}
+try:
+    blocks = [bytearray(256 * 1024 ** 2) for _ in range(16)]
+    RESULT["memory"] = "ALLOWED 4 GiB"
+except MemoryError:
+    RESULT["memory"] = "blocked"
+pids = []
+try:
+    for _ in range(2000):
+        pid = os.fork()
+        if pid == 0:
+            import time
+            time.sleep(30)
+            os._exit(0)
+        pids.append(pid)
+    RESULT["fork"] = "ALLOWED 2000"
+except OSError:
+    RESULT["fork"] = "blocked after %d" % len(pids)
+'''
+    got = attempt(box, code, timeout=30)
+    assert got["memory"] == "blocked", got
+    assert got["fork"].startswith("blocked"), got
+
+
+# ------------------------------------------------------------------------------ a broken worker
+
+class StallingSandbox(Sandbox):
+    """Freezes its worker (SIGSTOP) on the third spawn, as a wedged worker would be."""
+
+    control_timeout = 2.0
+
+    def __init__(self):
+        super().__init__()
+        self.spawns = 0
+
+    def spawn(self):
+        self.spawns += 1
+        if self.spawns == 3 and self._proc is not None:
+            from autograder.worker import _processes, _tree
+            for pid in _tree(self._proc.pid, _processes()):
+                os.kill(pid, signal.SIGSTOP)
+        return super().spawn()
+
+
+def test_a_stalled_worker_is_replaced_and_the_student_regraded(tmp_path):
+    from autograder.grading import grade_student
+    sandbox = StallingSandbox()
+    lessons = ("01_scaled_dot_product_attention", "02_masking", "03_self_attention_head")
+    try:
+        started = time.monotonic()
+        result = grade_student({lid: ROOT / "solutions" / f"{lid}.ipynb" for lid in lessons}, sandbox)
+        assert time.monotonic() - started < 60
+    finally:
+        sandbox.close()
+    assert sandbox.spawns > 3, "the stall never happened"
+    assert result["score"] == result["max_score"] > 0, result.get("output")
+    assert "autograder error" not in result.get("output", "")
