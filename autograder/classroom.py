@@ -30,6 +30,7 @@ def _job_init(memory_bytes, allow_unsandboxed=False):
     torch.set_num_threads(1)
     from .sandbox import Sandbox
     _sandbox = Sandbox(memory_bytes=memory_bytes, allow_unsandboxed=allow_unsandboxed)
+    _sandbox.check()   # start the worker now, so the report can name its layers from the start
 
 
 def _grade_one(student: str, notebooks: dict[str, str], time_limit: float):
@@ -129,12 +130,18 @@ def _previous(folder: Path, fp: str) -> dict | None:
     return None
 
 
+def _cell(text: str) -> str:
+    """A spreadsheet reads a cell that starts with = + - @ as a formula: a folder named
+    '=HYPERLINK(...)' must stay text."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
 def grades_csv(results: dict[str, dict]) -> str:
     from .report import by_exercise
     columns: list[str] = []
     rows = []
     for student, result in results.items():
-        row = {"student": student, "score": result["score"], "max_score": result["max_score"]}
+        row = {"student": _cell(student), "score": result["score"], "max_score": result["max_score"]}
         for (lesson, exercise), entry in by_exercise(result).items():
             col = f"{lesson}:{exercise}"
             if col not in columns:

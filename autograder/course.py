@@ -37,6 +37,9 @@ COURSE: dict[str, Lesson] = {lesson.id: lesson for lesson in [
     Lesson("05_multi_head_attention", "Multi-head attention", ("split_heads", "merge_heads", "MultiHeadAttention")),
     Lesson("06_debugging_projection_reuse", "Debugging: the projection-reuse bug",
            ("test_projections", "FixedMultiHeadAttention")),
+    Lesson("07_transformer_block", "Attention inside a transformer block", ("positional_encoding", "TransformerBlock")),
+    Lesson("08_fast_attention", "Decoding fast: KV cache and grouped-query attention",
+           ("repeat_kv", "CausalSelfAttention")),
 ]}
 
 

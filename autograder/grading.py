@@ -75,7 +75,11 @@ def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tupl
     for lesson_id, why in missing.items():
         submissions[lesson_id] = BrokenSubmission(SimpleNamespace(fatal=why), prefix="")
     for lesson_id, path in sorted(notebooks.items()):
-        program = build_program(Path(path), COURSE[lesson_id])
+        try:
+            program = build_program(Path(path), COURSE[lesson_id])
+        except Exception as exc:   # a notebook that breaks our reading costs only itself
+            program = SimpleNamespace(fatal=f"the notebook could not be read ({type(exc).__name__})",
+                                      notes=[])
         notes.extend(f"{lesson_id}: {n}" for n in program.notes)
         if program.fatal:
             notes.append(f"{lesson_id}: {program.fatal}")

@@ -37,8 +37,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "wrong-scale", "Scores are scaled by the wrong amount",
         "The scores are divided by d_k instead of sqrt(d_k), by sqrt(d_model) instead of the per-head "
         "size, or multiplied instead of divided.",
-        "Use `scores / sqrt(d_k)` with d_k the size of one head's keys: the last dimension of the keys "
-        "after the heads are split.",
+        "Use `scores / sqrt(d_k)`, with d_k the size of one key vector (the last dimension of the keys "
+        "that meet the queries in the dot product).",
         "the output equals attention computed with scale 1/d_k, d_k, sqrt(d_k) or 1/sqrt(d_model)"),
     Mistake(
         "softmax-wrong-axis", "Softmax over the wrong axis",
@@ -176,6 +176,134 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "Make sure your test passes on FixedMultiHeadAttention (and on any other correct implementation), "
         "with tolerances like atol=1e-5 for float32.",
         "the student's test_projections raises for a correct class"),
+    Mistake(
+        "mask-misbroadcast", "The mask's batch axis lands on the head axis",
+        "Broadcasting lines shapes up from the right, so a mask without a head axis, such as lesson 2's "
+        "(B, 1, Lk) padding mask, meets scores of shape (B, h, Lq, Lk) as (1, B, 1, Lk): head i of every "
+        "sequence uses the padding of sequence i. When B differs from h this raises a shape error; when "
+        "B == h nothing complains and the output is silently wrong. Dropping the size-1 head axis of a "
+        "(B, 1, 1, Lk) mask, or folding the heads into the batch and expanding the mask with "
+        "`.repeat(h, 1, 1)` instead of `.repeat_interleave(h, dim=0)`, does the same.",
+        "Give the mask its head axis before it meets the scores: `mask[:, None]` turns (B, 1, Lk) into "
+        "(B, 1, 1, Lk). Keep the head axis of a mask you are given; print `mask.shape` next to "
+        "`scores.shape` and check that every axis is either equal or 1 in the right place.",
+        "with as many sequences as heads, the output equals attention in which head i reads the mask of "
+        "sequence i instead of its own sequence's mask"),
+    # --- issue 12: mistakes seen in published code (helper C) -----------------------------------
+    Mistake(
+        "softmax-ignores-axis", "Softmax ignores its axis argument",
+        "The function always normalises over the last axis (or over the whole array), whatever `axis` "
+        "it is given. With the default axis=-1 it looks right; softmax(x, axis=0) is not.",
+        "Use the argument everywhere: `x.max(axis=axis, keepdims=True)` and "
+        "`e.sum(axis=axis, keepdims=True)`, never a hard-coded -1 and never a sum over the whole array.",
+        "softmax(x, axis=a) equals the softmax over the last axis (or over every element) while the "
+        "default axis is right"),
+    Mistake(
+        "softmax-global-max", "Softmax subtracts the maximum of the whole array",
+        "Subtracting one maximum for the whole array keeps the largest value finite, but every row whose "
+        "values lie far below that maximum underflows: exp() gives 0 for each element, and 0/0 is NaN. "
+        "The problem is underflow, not overflow.",
+        "Subtract each row's own maximum: `x - x.max(axis=axis, keepdims=True)`.",
+        "rows far below the global maximum give NaN, and the answer equals softmax with the global "
+        "maximum subtracted"),
+    Mistake(
+        "kv-from-query-input", "Keys and values come from the query input",
+        "The keys and/or values are projected from the `query` argument instead of `key` and `value`. "
+        "In self-attention the three inputs are the same tensor, so it goes unnoticed; in "
+        "cross-attention (a decoder reading an encoder) the module never looks at the other sequence.",
+        "Project each input with its own layer: `self.w_k(key)` and `self.w_v(value)`.",
+        "with distinct query, key and value inputs the output equals attention whose keys/values are "
+        "projected from the query input"),
+    Mistake(
+        "mask-int-invert", "`~` on a 0/1 integer mask",
+        "For integers `~` is the bitwise NOT: `~1 == -2` and `~0 == -1`, both non-zero, so a 0/1 mask "
+        "inverted with `~` marks every pair as blocked (or, used as an index, picks the wrong elements). "
+        "A boolean mask works, an integer one does not.",
+        "Compare instead of inverting: `mask == 0` (or convert first: `~mask.astype(bool)`, "
+        "`~mask.bool()`).",
+        "a 0/1 integer mask gives a different answer from the same mask as booleans, and the boolean "
+        "one is right"),
+    Mistake(
+        "batched-transpose", "`.T` on a batched array",
+        "`.T` reverses EVERY axis, so on keys of shape (batch, L, d) it gives (d, L, batch), not "
+        "(batch, d, L). On a single sequence it is right, which hides the bug until a batch arrives.",
+        "Swap only the last two axes: `np.swapaxes(k, -1, -2)` (NumPy) or `k.transpose(-2, -1)` (PyTorch).",
+        "one sequence is right, but a batch raises the error (or gives the values) of `.T` used where "
+        "the last two axes should be swapped"),
+    Mistake(
+        "weights-transposed", "Projections use the transposed matrix",
+        "The worked example writes projections as X W, with W of shape (d_model, d_k). `X @ W.T` "
+        "(the convention of nn.Linear, which stores W transposed) multiplies by the wrong matrix; with "
+        "square matrices it even has the right shape.",
+        "Use `X @ W_Q1` as printed in the example; `.T` belongs to nn.Linear's stored weight only.",
+        "Q, K or V equal X @ W.T"),
+    Mistake(
+        "dropout-on-output", "Dropout on the output instead of the attention weights",
+        "Dropout is applied to the module's output (or to the values or the merged heads) instead of to "
+        "the attention weights. In eval mode nothing changes, but in training it drops features of the "
+        "result rather than whole query-key links, which is not the attention dropout the contract asks for.",
+        "Apply dropout to the weights right after the softmax: `weights = self.dropout(weights)`, then "
+        "`weights @ v`.",
+        "in training mode, with value and output projections set to the identity and constant values, "
+        "correct dropout keeps each head's output columns equal within a row; dropping the output breaks that"),
+    # --- issue 15: lessons 07 and 08 (helper A) -------------------------------------------------
+    Mistake(
+        "pe-sin-cos-swapped", "Sine and cosine swapped in the positional encoding",
+        "The encoding puts the cosine on the even features and the sine on the odd ones. Each pair still "
+        "encodes the position, but it is not the encoding the formula defines (PE[p, 2i] = sin, "
+        "PE[p, 2i+1] = cos), so it does not match models and code that use it.",
+        "Fill `pe[:, 0::2]` with the sines and `pe[:, 1::2]` with the cosines.",
+        "the output equals the encoding with sin and cos exchanged"),
+    Mistake(
+        "pe-wrong-frequency", "Wrong frequencies in the positional encoding",
+        "Feature pair i must use the angle p / 10000^(2i/d_model), where 2i is the index of the pair's "
+        "even feature. Using the pair number i (or each feature's own index j, so the sine and cosine of a "
+        "pair get different frequencies), or multiplying by 10000^(2i/d_model) instead of dividing, gives "
+        "other frequencies.",
+        "Compute `two_i = torch.arange(0, d_model, 2)` and `angles = pos / 10000 ** (two_i / d_model)`; use "
+        "the same angles for the sine (even features) and the cosine (odd features).",
+        "the output equals the encoding with exponent i/d_model, j/d_model, or -2i/d_model"),
+    Mistake(
+        "missing-residual", "A sublayer replaces x instead of adding to it",
+        "In a transformer block each sublayer's output is added to its input: `x = x + attn(norm1(x))` and "
+        "`x = x + ff(norm2(x))`. Assigning `x = attn(...)` (or returning `ff(...)`) throws the input away: "
+        "the block can no longer pass information through unchanged, and deep stacks stop training.",
+        "Add, do not replace: `x = x + sublayer(norm(x))` for both sublayers.",
+        "the output equals the block with one or both residual additions left out"),
+    Mistake(
+        "post-norm", "LayerNorm after the residual addition (post-norm)",
+        "The exercise asks for a pre-norm block, which normalises the input of each sublayer and leaves the "
+        "residual stream alone. `x = norm1(x + attn(x))` is the post-norm arrangement of the original "
+        "paper: a different function (and nn.TransformerEncoderLayer's norm_first=False).",
+        "Normalise before the sublayer: `x = x + attn(norm1(x))`, then `x = x + ff(norm2(x))`.",
+        "the output equals the block computed with norm(x + sublayer(x))"),
+    Mistake(
+        "kv-repeat-order", "Key/value heads tiled instead of repeated in a row",
+        "In grouped-query attention query heads 0..n_rep-1 share key/value head 0, the next n_rep share head "
+        "1, and so on. `x.repeat(1, n_rep, 1, 1)` tiles the heads (0 1 0 1 ...), so most query heads read "
+        "another group's keys and values. With one key/value head (MQA) or none shared (MHA) both agree, "
+        "which hides the bug.",
+        "Use `torch.repeat_interleave(x, n_rep, dim=1)`, or `x[:, :, None].expand(B, h_kv, n_rep, T, d_k)"
+        ".reshape(B, h_kv * n_rep, T, d_k)`.",
+        "the output equals the heads repeated with Tensor.repeat (tiled)"),
+    Mistake(
+        "cache-causal-offset", "The causal mask ignores the cached tokens",
+        "With T_past tokens in the cache, new token i is at position T_past + i and may read keys "
+        "0..T_past + i. A mask built as tril of the (T, T_past + T) rectangle without the offset (what "
+        "`is_causal=True` does) hides most of the cache from the new tokens; no mask at all once a cache "
+        "is given lets new tokens read the new tokens after them. Token-by-token decoding may look fine "
+        "while chunks are wrong, or the reverse.",
+        "Build the mask from absolute positions: `torch.ones(T, T_past + T, dtype=torch.bool).tril(T_past)`.",
+        "with a cache, the output equals attention with the mask tril(0) of the rectangle, or with no mask"),
+    Mistake(
+        "cache-not-appended", "The returned cache lacks the new keys and values",
+        "forward must return the cache with the new tokens' keys and values appended along the time axis "
+        "(T_past + T of them). Returning the cache that was passed in, only the new keys and values, or "
+        "None means that the next call attends over the wrong tokens.",
+        "After `k = torch.cat([cache_k, k], dim=2)` (and the same for v), return `(k, v)` with the "
+        "output.",
+        "the returned cache equals the old cache, only the new keys/values, or None; or outputs run in "
+        "pieces equal those of a module whose cache is never extended"),
 ]}
 
 

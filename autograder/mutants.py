@@ -16,11 +16,14 @@ import numpy as np
 
 
 def np_softmax(x, axis=-1, *, stable=True):
+    """stable: True (subtract each slice's max), False (softmax-unstable) or "global"
+    (softmax-global-max: one max for the whole array). axis=None normalises over every element."""
     x = np.asarray(x, dtype=np.result_type(x, np.float32))
     with np.errstate(all="ignore"):
-        z = x - x.max(axis=axis, keepdims=True) if stable else x
+        z = x - (x.max() if stable == "global" or axis is None else x.max(axis=axis, keepdims=True)) \
+            if stable else x
         e = np.exp(z)
-        return e / e.sum(axis=axis, keepdims=True)
+        return e / e.sum(axis=axis, keepdims=axis is not None)
 
 
 def _scale(scores, d_k, how, d_other=None):
@@ -34,18 +37,24 @@ def _scale(scores, d_k, how, d_other=None):
 
 
 def np_attention(q, k, v, mask=None, *, scale="sqrt", d_other=None, axis=-1, stable=True,
-                 mask_mode="before", fill="-inf", blocked_rows="zero", invert=False):
+                 mask_mode="before", fill="-inf", blocked_rows="zero", invert=False,
+                 transpose="swap", int_invert=False):
     """Attention with switches. Returns (output, weights).
 
     mask_mode: "before" (correct) or "after" (weights * mask, not renormalised)
     fill: "-inf" (with blocked_rows="zero" correct; "nan" leaves NaN) or "-1e9" (leaks)
+    transpose: "swap" (correct) or "T" (batched-transpose: `k.T` reverses every axis)
+    int_invert: `~mask` on the mask as given (mask-int-invert: ~1 == -2 and ~0 == -1, both true)
     """
     with np.errstate(all="ignore"):
-        scores = _scale(q @ np.swapaxes(k, -1, -2), q.shape[-1], scale, d_other)
+        kt = k.T if transpose == "T" else np.swapaxes(k, -1, -2)
+        scores = _scale(q @ kt, q.shape[-1], scale, d_other)
         if mask is None:
             weights = np_softmax(scores, axis, stable=stable)
         else:
             allowed = np.asarray(mask).astype(bool)
+            if int_invert:   # the student's blocked = ~mask, read as booleans
+                allowed = ~(~np.asarray(mask)).astype(bool)
             if invert:
                 allowed = ~allowed
             allowed = np.broadcast_to(allowed, scores.shape)
@@ -76,11 +85,12 @@ def padding(lengths, max_len, *, on_queries=False):
 
 
 def torch_attention(q, k, v, mask=None, *, scale="sqrt", d_other=None, invert=False,
-                    fill="-inf", mask_mode="before", dropout=None):
+                    fill="-inf", mask_mode="before", dropout=None, blocked_rows="zero", transpose="swap"):
     """Batched attention on tensors (..., L, d): returns (output, weights) in q's dtype."""
     import torch
     d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1)
+    # transpose="T": batched-transpose, `k.T` reverses every axis
+    scores = q @ (k.permute(*reversed(range(k.dim()))) if transpose == "T" else k.transpose(-2, -1))
     scores = {"sqrt": scores / math.sqrt(d_k), "none": scores, "dk": scores / d_k,
               "mul": scores * math.sqrt(d_k), "other": scores / math.sqrt(d_other or d_k)}[scale]
     if mask is None:
@@ -96,7 +106,8 @@ def torch_attention(q, k, v, mask=None, *, scale="sqrt", d_other=None, invert=Fa
             weights = torch.softmax(scores.masked_fill(~allowed, -1e9), dim=-1)
         else:
             weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-            weights = torch.where(allowed.any(-1, keepdim=True), weights, torch.zeros_like(weights))
+            if blocked_rows == "zero":   # "nan": masked-row-nan
+                weights = torch.where(allowed.any(-1, keepdim=True), weights, torch.zeros_like(weights))
     if dropout is not None:
         weights = dropout(weights)
     return weights @ v, weights
@@ -122,27 +133,178 @@ def merge(x, *, mixed=False):
 
 def torch_mha(p, query, key, value, mask=None, *, h, names=("w_q", "w_k", "w_v", "w_o"),
               heads_mixed=False, k_from="k", v_from="v", out_proj=True, scale="sqrt",
-              invert=False, fill="-inf", mask_mode="before", first_head_only=False):
+              invert=False, fill="-inf", mask_mode="before", first_head_only=False,
+              mask_misbroadcast=False, k_in="key", v_in="value", blocked_rows="zero", d_other=None):
     """Multi-head attention from a parameter dict `p` (float64 tensors), with switches.
 
     names: the four projection names (lesson 06 uses q_project, ...).
     k_from / v_from: "k"/"v" (correct) or "q" (kv-reuse-query-projection).
+    k_in / v_in: "key"/"value" (correct) or "query" (kv-from-query-input).
+    blocked_rows: "zero" (correct) or "nan" (masked-row-nan).
+    mask_misbroadcast: a (B, 1, Lq, Lk) mask loses its head axis, so the (B, Lq, Lk) left
+        broadcasts as (1, B, Lq, Lk): head i reads sequence i's mask (mask-misbroadcast; B == h only).
     """
     wq, wk, wv, wo = names
     pick = {"q": wq, "k": wk, "v": wv}
     q = linear(query, p, wq)                                   # (B, Lq, D)
-    k = linear(key, p, pick[k_from])                            # (B, Lk, D)
-    v = linear(value, p, pick[v_from])                          # (B, Lk, D)
+    inputs = {"query": query, "key": key, "value": value}
+    k = linear(inputs[k_in], p, pick[k_from])                   # (B, Lk, D)
+    v = linear(inputs[v_in], p, pick[v_from])                   # (B, Lk, D)
     D = q.shape[-1]
     qh, kh, vh = (split(t, h, mixed=heads_mixed) for t in (q, k, v))   # (B, h, L, d_k)
     m = None
     if mask is not None:
         import torch
         m = torch.as_tensor(mask).bool()
-    heads, _ = torch_attention(qh, kh, vh, m, scale=scale, d_other=D, invert=invert,
-                               fill=fill, mask_mode=mask_mode)         # (B, h, Lq, d_k)
+        if mask_misbroadcast:
+            if m.dim() != 4 or m.shape[1] != 1 or m.shape[0] != h or h == 1:
+                raise ValueError("mask-misbroadcast needs a (B, 1, Lq, Lk) mask with B == h > 1")
+            m = m[:, 0]                                        # (B, Lq, Lk) -> seen as (1, B, Lq, Lk)
+    heads, _ = torch_attention(qh, kh, vh, m, scale=scale, d_other=d_other or D, invert=invert,
+                               fill=fill, mask_mode=mask_mode,
+                               blocked_rows=blocked_rows)              # (B, h, Lq, d_k)
     if first_head_only:
         heads = heads.clone()
         heads[:, 1:] = 0
     concat = merge(heads, mixed=heads_mixed)                   # (B, Lq, D)
     return linear(concat, p, wo) if out_proj else concat
+
+
+# --------------------------------------------------------------------------- lessons 07-08 (PyTorch)
+
+
+def positional(seq_len, d_model, *, swap=False, freq="2i"):
+    """The sinusoidal encoding (float64, (seq_len, d_model)) with switches.
+
+    swap: cosine on the even features and sine on the odd ones (pe-sin-cos-swapped).
+    freq: "2i" (correct: feature pair i uses 10000^(2i/d_model)); "i" (exponent i/d_model),
+        "feature" (exponent j/d_model with j the feature index, so odd features get their own
+        frequency), "inverse" (p * 10000^(2i/d_model)): all pe-wrong-frequency.
+    """
+    import torch
+    pos = torch.arange(seq_len, dtype=torch.float64)[:, None]           # (T, 1)
+    i = torch.arange(d_model // 2, dtype=torch.float64)[None, :]        # (1, d/2): pair index
+    expo = {"2i": 2 * i, "i": i, "feature": 2 * i, "inverse": -2 * i}[freq] / d_model
+    even = pos / 10000 ** expo                                          # (T, d/2)
+    odd = pos / 10000 ** ((2 * i + 1) / d_model) if freq == "feature" else even
+    first, second = (torch.cos, torch.sin) if swap else (torch.sin, torch.cos)
+    pe = torch.zeros(seq_len, d_model, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = first(even), second(odd)
+    return pe
+
+
+def _attend(q, k, v, allowed=None, *, scale="sqrt", d_other=None, blocked="nan"):
+    """softmax(q k^T / sqrt(d_k)) v with a bool mask (True = attend). Fully blocked rows give NaN
+    (blocked="nan"), as nn.MultiheadAttention does under no_grad, or zero weights (blocked="zero"),
+    as its scaled_dot_product_attention path does otherwise."""
+    import torch
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1)                                    # (B, h, Lq, Lk)
+    scores = {"sqrt": scores / math.sqrt(d_k), "none": scores, "dk": scores / d_k,
+              "mul": scores * math.sqrt(d_k), "other": scores / math.sqrt(d_other or d_k)}[scale]
+    if allowed is None:
+        return torch.softmax(scores, dim=-1) @ v
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    if blocked == "zero":
+        weights = torch.nan_to_num(weights, nan=0.0)
+    return weights @ v
+
+
+def torch_block(p, x, mask=None, *, h, residual="both", norm="pre", invert=False, mask_misbroadcast=False,
+                blocked="nan"):
+    """Lesson 07's pre-norm TransformerBlock from a parameter dict (float64), with switches.
+
+    residual: "both" (correct), "attn" (only the attention branch is added, the feed-forward output
+        replaces x), "ff" (the reverse), "none": missing-residual.
+    norm: "pre" (correct) or "post" (x = norm1(x + attn(x)); x = norm2(x + ff(x))): post-norm.
+    invert: the course mask passed to torch unconverted, so True blocks (mask-inverted).
+    mask_misbroadcast: the (B, T, T) mask folded for torch's (B * h, T, T) attn_mask with
+        `.repeat(h, 1, 1)` instead of `.repeat_interleave(h, dim=0)` (differs only when B > 1).
+    blocked: what a fully blocked query row gives ("nan" or "zero" weights; see _attend).
+    """
+    import torch
+    import torch.nn.functional as F
+    B, T, D = x.shape
+    allowed = None
+    if mask is not None:
+        allowed = torch.as_tensor(mask).bool().expand(B, T, T)
+        if invert:
+            allowed = ~allowed
+        if mask_misbroadcast:
+            if B == 1:
+                raise ValueError("mask-misbroadcast changes nothing with one sequence")
+            allowed = allowed.repeat(h, 1, 1).view(B, h, T, T)          # folded row b*h + i reads mask (b*h + i) % B
+        else:
+            allowed = allowed[:, None]                                  # (B, 1, T, T)
+
+    def attn(y):
+        w_q, w_k, w_v = p["attn.in_proj_weight"].chunk(3)
+        b_q, b_k, b_v = p["attn.in_proj_bias"].chunk(3)
+        q, k, v = (split(y @ w.T + b, h) for w, b in ((w_q, b_q), (w_k, b_k), (w_v, b_v)))   # (B, h, T, d_k)
+        return linear(merge(_attend(q, k, v, allowed, blocked=blocked)), p, "attn.out_proj")   # (B, T, D)
+
+    def ff(y):
+        return linear(torch.relu(linear(y, p, "ff.0")), p, "ff.2")
+
+    def ln(y, name):
+        return F.layer_norm(y, (D,), p[f"{name}.weight"], p[f"{name}.bias"])
+
+    if norm == "post":
+        x = ln(x + attn(x), "norm1")
+        return ln(x + ff(x), "norm2")
+    a = attn(ln(x, "norm1"))
+    x = x + a if residual in ("both", "attn") else a
+    f = ff(ln(x, "norm2"))
+    return x + f if residual in ("both", "ff") else f
+
+
+def repeat_heads(x, n_rep, *, order="interleave"):
+    """(B, h_kv, T, d) -> (B, h_kv * n_rep, T, d); order "tile" is kv-repeat-order (x.repeat)."""
+    return x.repeat_interleave(n_rep, dim=1) if order == "interleave" else x.repeat(1, n_rep, 1, 1)
+
+
+def causal_step(p, x, cache=None, *, h, h_kv, order="interleave", offset="past", append="yes",
+                scale="sqrt", heads_mixed=False, causal="tril"):
+    """One call of lesson 08's CausalSelfAttention from a parameter dict: (output, returned cache).
+
+    offset: "past" (correct: new query i sees keys j <= T_past + i); "ignore" (the (T, T_past + T)
+        mask is tril without the offset, as `is_causal=True` with a cache does); "none" (no mask at
+        all once a cache is given): cache-causal-offset.
+    append: "yes" (correct: the cache returned holds past + new keys/values); "old" (the cache
+        given is returned, or the new keys when there was none); "new" (only the new keys/values);
+        "none" (None): cache-not-appended.
+    causal: "tril" (correct), "diag" (the diagonal blocked), "next" (one future key let through),
+        "upper" (upper-triangular): causal-off-by-one / causal-transposed.
+    """
+    import torch
+    B, T, D = x.shape
+    d_k = D // h
+    q = split(linear(x, p, "w_q"), h, mixed=heads_mixed)               # (B, h, T, d_k)
+    k = split(linear(x, p, "w_k"), h_kv, mixed=heads_mixed)            # (B, h_kv, T, d_k)
+    v = split(linear(x, p, "w_v"), h_kv, mixed=heads_mixed)
+    new = (k, v)
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)   # (B, h_kv, T_all, d_k)
+    T_all = k.shape[2]
+    past = {"past": T_all - T, "ignore": 0, "none": T_all if cache is not None else 0}[offset]
+    ones = torch.ones(T, T_all, dtype=torch.bool)
+    allowed = {"tril": ones.tril(past), "diag": ones.tril(past - 1), "next": ones.tril(past + 1),
+               "upper": ones.triu(past)}[causal]
+    n_rep = h // h_kv
+    out = _attend(q, repeat_heads(k, n_rep, order=order), repeat_heads(v, n_rep, order=order), allowed,
+                  scale=scale, d_other=D)                               # (B, h, T, d_k)
+    out = linear(merge(out, mixed=heads_mixed), p, "w_o")               # (B, T, D)
+    returned = {"yes": (k, v), "old": cache if cache is not None else new, "new": new, "none": None}[append]
+    return out, returned
+
+
+def causal_chunks(p, x, chunks, cache=None, **switches):
+    """Run causal_step over x (B, T, D) in chunks of the given sizes, threading the cache each
+    call returns (as the student's module would). Returns (outputs concatenated, last cache)."""
+    import torch
+    outs, start = [], 0
+    for n in chunks:
+        out, cache = causal_step(p, x[:, start:start + n], cache, **switches)
+        outs.append(out)
+        start += n
+    return torch.cat(outs, dim=1), cache

@@ -1,18 +1,22 @@
 """Load: read a submitted notebook, whatever state it is in, and decide what code to run.
 
-The released notebook (lessons/<id>.ipynb) is the template. What runs, in its order:
-  * its setup cells (locked, tagged "setup"), always in their released form;
-  * the student's version of each graded cell, found by nbgrader grade_id, or, when another
-    editor stripped the metadata, by the name the cell must define;
-  * from cells the student added, only their imports, functions and classes (helpers), so
-    that experiments and plots in scratch cells cost no grading time.
-Demo and self-check cells never run: the checks call the student's objects directly.
-Anything odd about the file becomes a note or a per-exercise problem, never an exception.
+The grader runs a notebook the way Restart & Run All would: every code cell, top to bottom.
+The released notebook (lessons/<id>.ipynb) is the template that says which cells are whose:
+  * the lesson's locked cells (setup and demos) run in their released form, whatever the
+    student did to them; a deleted setup cell still runs, first;
+  * each graded cell is the student's, found by nbgrader grade_id, or, when another editor
+    stripped the metadata, by the name the cell must define;
+  * the student's own cells run as written, except IPython magics and shell escapes;
+  * self-check cells (the grader checks from outside) and `slow-demo` cells (training runs,
+    timings) are left out.
+A cell that raises does not stop the cells after it. Anything odd about the file becomes a
+note or a per-exercise problem, never an exception.
 """
 from __future__ import annotations
 
 import ast
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,13 +24,14 @@ from pathlib import Path
 from .course import Lesson
 
 SETUP_TAG = "setup"
+SLOW_TAG = "slow-demo"      # a lesson demo too slow to run at grading time (training runs, timings)
 
 
 @dataclass
 class Cell:
     label: str
     source: str
-    kind: str  # "setup" | "graded" | "helper"
+    kind: str  # "setup" | "graded" | "lesson" (a locked demo cell) | "scratch" (the student's own)
     grade_id: str | None = None
 
 
@@ -36,6 +41,7 @@ class Program:
     cells: list[Cell] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)          # shown in the report, cost nothing
     problems: dict[str, str] = field(default_factory=dict)  # grade_id -> why it cannot be graded
+    checkpoints: dict[str, int] = field(default_factory=dict)  # grade_id -> cells run before grading it
     fatal: str | None = None                                # the whole notebook is unusable
 
 
@@ -130,26 +136,20 @@ def defined_names(source: str) -> set[str] | None:
     """Top-level functions and classes a cell defines (None when it does not parse)."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except Exception:   # SyntaxError, and MemoryError/RecursionError on absurd code
         return None
     return {node.name for node in tree.body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
 
-def _helper_source(source: str) -> str | None:
-    """Only the imports, functions and classes of a cell the student added."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    keep = [node for node in tree.body
-            if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    if not keep:
-        return None
-    return "\n".join(ast.get_source_segment(source, node) or ast.unparse(node) for node in keep)
+def build_program(path: Path, lesson: Lesson, released: Path | None = None, *, kernel: bool = True) -> Program:
+    """The code to run for a notebook.
 
-
-def build_program(path: Path, lesson: Lesson, released: Path | None = None) -> Program:
+    kernel=True (grading a student): every code cell in notebook order, as Restart & Run All
+    would run them, with the lesson's locked cells in their released form, self-check cells and
+    `slow-demo` cells left out, and IPython magics and shell escapes skipped with a note.
+    kernel=False (the reference): only the setup and graded cells.
+    """
     program = Program(lesson)
     cells, notes, fatal = read_cells(path)
     program.notes.extend(notes)
@@ -166,39 +166,85 @@ def build_program(path: Path, lesson: Lesson, released: Path | None = None) -> P
         gid = _nbgrader(c).get("grade_id")
         if isinstance(gid, str):
             by_id.setdefault(gid, []).append(c)
-    released_ids = {_nbgrader(c).get("grade_id") for c in template}
+    released = {_nbgrader(t).get("grade_id"): t for t in template
+                if t.get("cell_type") == "code" and isinstance(_nbgrader(t).get("grade_id"), str)}
+    released_ids = set(released)
     used: set[int] = set()
+    chosen: dict[int, str] = {}               # id(student cell) -> the exercise it is graded as
+    for gid, t in released.items():
+        if _nbgrader(t).get("solution"):
+            cell = _find_graded(gid, by_id, code, used, released_ids, program)
+            if cell is not None:
+                used.add(id(cell))
+                chosen[id(cell)] = gid
 
-    setup, graded = [], []
-    for t in template:
-        if t.get("cell_type") != "code":
-            continue
-        meta = _nbgrader(t)
-        gid = meta.get("grade_id")
-        if SETUP_TAG in _tags(t):
-            setup.append(Cell(gid or "setup", _source(t), "setup", gid))
-            mine = by_id.get(gid, [])
-            for c in mine:
-                used.add(id(c))
-            if mine and any(_source(c).strip() != _source(t).strip() for c in mine):
-                program.notes.append(f"you edited the locked cell '{gid}'; the released version was used")
-            continue
-        if not meta.get("solution"):
-            continue
-        cell = _find_graded(gid, by_id, code, used, released_ids, program)
-        if cell is not None:
-            used.add(id(cell))
-            graded.append(Cell(gid, _source(cell), "graded", gid))
+    def locked(gid):
+        t = released.get(gid)
+        return t is not None and not _nbgrader(t).get("solution")
 
-    helpers = []
+    order: list[Cell] = []
+    ran_setup = set()
     for i, c in enumerate(code):
-        if id(c) in used or _nbgrader(c).get("grade_id") in released_ids:
-            continue
-        src = _helper_source(_source(c))
-        if src:
-            helpers.append(Cell(f"added cell {i + 1}", src, "helper"))
-    program.cells = setup + helpers + graded
+        gid = _nbgrader(c).get("grade_id")
+        if id(c) in chosen:
+            order.append(Cell(chosen[id(c)], _source(c), "graded", chosen[id(c)]))
+        elif locked(gid):
+            t = released[gid]
+            tags = _tags(t)
+            if _source(c).strip() != _source(t).strip() and "self-check" not in tags:
+                program.notes.append(f"you edited the locked cell '{gid}'; the released version was used")
+            if SETUP_TAG in tags:
+                ran_setup.add(gid)
+                order.append(Cell(gid, _source(t), "setup", gid))
+            elif "self-check" in tags:
+                checked = re.search(r"""check\(\s*["']([^"']+)["']""", _source(t))
+                if checked and kernel:   # graded on what this cell would see in the kernel
+                    program.checkpoints.setdefault(checked.group(1), len(order))
+            elif kernel and SLOW_TAG not in tags:
+                order.append(Cell(gid, _source(t), "lesson"))
+        elif kernel:
+            source = _source(c)
+            runnable, note = without_magics(source)
+            if note:
+                program.notes.append(f"cell {i + 1}: {note}")
+            if runnable.strip():
+                order.append(Cell(f"cell {i + 1}", runnable, "scratch"))
+    # a setup cell the student deleted still runs, first: the lesson needs it
+    missing = [Cell(gid, _source(t), "setup", gid) for gid, t in released.items()
+               if SETUP_TAG in _tags(t) and gid not in ran_setup]
+    program.cells = missing + order
+    program.checkpoints = {ex: n + len(missing) for ex, n in program.checkpoints.items()}
     return program
+
+
+def without_magics(source: str) -> tuple[str, str | None]:
+    """(Python source, note): IPython magics (%, %%) and shell escapes (!) become `pass`, as the
+    grader has no shell and no IPython; a cell magic skips the whole cell."""
+    try:
+        ast.parse(source)
+        return source, None
+    except Exception:   # SyntaxError, and MemoryError/RecursionError on absurd code
+        pass
+    lines = source.splitlines()
+    first = next((ln.strip() for ln in lines if ln.strip()), "")
+    if first.startswith("%%"):
+        return "", f"the cell magic {first.split()[0]} was skipped (the grader runs plain Python)"
+    out, skipped = [], []
+    for ln in lines:
+        stripped = ln.lstrip()
+        indent = ln[:len(ln) - len(stripped)]
+        assign = re.match(r"^([A-Za-z_][\w\.\[\], ]*)=\s*[!%]", stripped)
+        if stripped.startswith(("%", "!")):
+            out.append(indent + "pass")
+            skipped.append(stripped.split()[0])
+        elif assign:
+            out.append(f"{indent}{assign.group(1).strip()} = None")
+            skipped.append(stripped.split("=", 1)[1].strip().split()[0])
+        else:
+            out.append(ln)
+    if not skipped:
+        return source, None
+    return "\n".join(out), f"skipped {', '.join(dict.fromkeys(skipped))} (magics and shell commands do not run when grading)"
 
 
 def _find_graded(gid, by_id, code, used, released_ids, program) -> dict | None:

@@ -15,7 +15,7 @@ from .notebook import build_program
 @functools.lru_cache(maxsize=None)
 def load_reference(lesson_id: str) -> SimpleNamespace:
     lesson = COURSE[lesson_id]
-    program = build_program(lesson.solution_path, lesson, released=lesson.solution_path)
+    program = build_program(lesson.solution_path, lesson, released=lesson.solution_path, kernel=False)
     if program.fatal or program.problems:
         raise RuntimeError(f"solutions/{lesson_id}.ipynb is broken: {program.fatal or program.problems}")
     namespace = {"__name__": f"reference_{lesson_id}"}
@@ -27,7 +27,7 @@ def load_reference(lesson_id: str) -> SimpleNamespace:
 def cell_source(lesson_id: str, grade_id: str) -> str:
     """The source text of one solution cell (lesson 06 ships reference classes to the worker)."""
     lesson = COURSE[lesson_id]
-    program = build_program(lesson.solution_path, lesson, released=lesson.solution_path)
+    program = build_program(lesson.solution_path, lesson, released=lesson.solution_path, kernel=False)
     for cell in program.cells:
         if cell.grade_id == grade_id:
             return cell.source
@@ -38,7 +38,7 @@ def class_source(lesson_id: str, class_name: str) -> str:
     """The source of one class defined anywhere in a solution notebook's setup or solution cells."""
     import ast
     lesson = COURSE[lesson_id]
-    program = build_program(lesson.solution_path, lesson, released=lesson.solution_path)
+    program = build_program(lesson.solution_path, lesson, released=lesson.solution_path, kernel=False)
     for cell in program.cells:
         tree = ast.parse(cell.source)
         for node in tree.body:

@@ -99,6 +99,8 @@ def feedback_markdown(student: str, results: dict) -> str:
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f]}
 _CONTROL.update({c: f"\\x{c:02x}" for c in range(0x80, 0xa0)})
+# bidirectional overrides and isolates reorder what a terminal shows (a name like "eve\u202e8-8")
+_CONTROL.update({c: f"\\u{c:04x}" for c in [0x200e, 0x200f, *range(0x202a, 0x202f), *range(0x2066, 0x206a)]})
 
 
 def terminal_safe(text: str) -> str:

@@ -130,14 +130,15 @@ class Sandbox:
         self._proc = None
         self._control = None
         self._scratch_root = None
-        self.restarts = 0
+        self.spawned = 0
 
     # -- the worker ------------------------------------------------------------------------
     def _launch(self, use_bwrap: bool):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = theirs.fileno()
         if use_bwrap:
-            argv = bwrap.worker_command(bwrap.find_bwrap(), fd, as_root=os.geteuid() == 0)
+            argv = bwrap.worker_command(bwrap.find_bwrap(), fd, as_root=os.geteuid() == 0,
+                                        tmp_bytes=self.memory_bytes or DEFAULT_MEMORY_LIMIT)
             env = {}
         else:
             argv, env = bwrap.direct_command(fd)
@@ -221,6 +222,9 @@ class Sandbox:
         if "error" in reply:
             self.end(reply["pid"])
             ours.close()
+            if self.spawned:   # it worked before: the worker was damaged, so replace it (regrade)
+                self.close()
+                raise SandboxBroken(reply["error"])
             raise SandboxUnavailable(reply["error"])
         self.layers = (["bubblewrap: own PID, network, IPC and mount namespaces; minimal read-only filesystem"]
                        if self.namespaces else []) + list(reply.get("layers", []))
@@ -233,6 +237,7 @@ class Sandbox:
                 "change anything this user can: " + (self.why_no_namespaces or "")
                 + ". Run on a Linux kernel with Landlock (5.13+) or user namespaces, or pass "
                   "--unsafe-no-sandbox if every submission is trusted.")
+        self.spawned += 1
         return Child(self, int(reply["pid"]), ours, self.layers)
 
     def end(self, pid: int) -> None:
@@ -273,9 +278,16 @@ class Sandbox:
 
 
 def _uid_base() -> int:
-    """Children's uids: a block of 1000 from 100000 up, picked by our pid, so parallel graders on
-    one machine do not share uids (and no real account has them)."""
-    return 100_000 + (os.getpid() % 4000) * 1000
+    """Children's uids: a block of 1000 from 1.8e9 up, picked by our pid, so parallel graders on
+    one machine do not share uids, skipping any block where a real account lives (without a PID
+    namespace, ending a child kills every process of its uid)."""
+    import pwd
+    accounts = {p.pw_uid for p in pwd.getpwall()}
+    for step in range(4000):
+        base = 1_800_000_000 + ((os.getpid() + step) % 4000) * 1000
+        if not any(base <= uid < base + 1000 for uid in accounts):
+            return base
+    raise SandboxUnavailable("no free block of uids for the sandbox")
 
 
 def _kill_group(proc) -> None:

@@ -41,16 +41,24 @@ def verdict(exercise: str, tests: list[dict]) -> str:
     if not tests:
         return f"{exercise}: no checks found for this exercise"
     if score == total:
+        if len(tests) == 1:  # "all 1 checks" is not English
+            return f"{exercise}: passed all checks (1 of 1; {score:g}/{total:g} points)."
         return f"{exercise}: passed all {len(tests)} checks ({score:g}/{total:g} points)."
+    from .diagnosis import split_summary
     lines = [f"{exercise}: {score:g}/{total:g} points"]
+    for t in tests:   # the root-cause summary first, in full
+        found, _ = split_summary(t["output"]) if t["status"] != "passed" else (None, "")
+        if found:
+            lines.extend("  " + line for line in found.splitlines())
+            lines.append("")
     for t in tests:
         name = t["name"].split(": ", 1)[-1]
         if t["status"] == "passed":
             lines.append(f"  passed  {name}")
         else:
-            mistake = next((tag[8:] for tag in t["tags"] if tag.startswith("mistake:")), None)
-            lines.append(f"  FAILED  {name}" + (f"  [{mistake}]" if mistake else ""))
-            lines.extend("          " + line for line in t["output"].splitlines()[:8])
+            mistakes = [tag[8:] for tag in t["tags"] if tag.startswith("mistake:")]
+            lines.append(f"  FAILED  {name}" + (f"  [{', '.join(mistakes)}]" if mistakes else ""))
+            lines.extend("          " + line for line in split_summary(t["output"])[1].splitlines()[:8])
     return "\n".join(lines)
 
 

@@ -52,13 +52,24 @@ class Submission:
         self.faults: dict[str, SubmissionFault] = {}  # exercise -> the fault that ended it
         self.exercise: str | None = None
         self._remaining: dict[str, float] = {}
+        self.executed = 0                         # cells of the program run in the current child
+        self.target = len(program.cells)          # cells to run before the current exercise
 
     # -- lifecycle ---------------------------------------------------------------------
-    def _start(self):
+    # The notebook runs top to bottom, and each exercise is graded on the state its self-check
+    # cell would see (program.checkpoints): what passes the self-check in a fresh kernel passes
+    # here. Cells run lazily up to the checkpoint of the exercise being graded.
+    def _run_until(self, target: int):
         while True:
-            self.child = self.sandbox.spawn()
+            if self.child is None or not self.child.alive or self.executed > target:
+                if self.child is not None:
+                    self.child.close()
+                self.child = self.sandbox.spawn()
+                self.executed = 0
             restart = False
-            for cell in self.program.cells:
+            for index in range(self.executed, target):
+                cell = self.program.cells[index]
+                self.executed = index + 1
                 if cell.label in self.skip_cells:
                     continue
                 started = time.monotonic()
@@ -68,13 +79,14 @@ class Submission:
                 except StudentError as err:
                     self.cell_errors[cell.label] = err.describe()
                 except SubmissionFault as fault:
-                    what = {"timeout": f"did not finish within {self.time_limit:g} s",
-                            "memory": "ran out of memory",
-                            "crash": "stopped the worker process (sys.exit, os._exit or a crash)"}[fault.kind]
+                    what = {"timeout": f"did not finish within {self.time_limit:g} s and was skipped",
+                            "memory": "ran out of memory and was skipped",
+                            "crash": "stopped the worker process (sys.exit, os._exit or a crash) "
+                                     "and was skipped"}[fault.kind]
                     self.cell_errors[cell.label] = f"running the cell {what}"
                     self.skip_cells.add(cell.label)
                     self.child.close()
-                    restart = True
+                    restart = True   # run everything again without that cell, as if it were cut
                     break
                 finally:
                     self.budget.spend(time.monotonic() - started)
@@ -95,13 +107,14 @@ class Submission:
     def begin_exercise(self, exercise: str):
         self.exercise = exercise
         self._remaining.setdefault(exercise, self.time_limit)
+        self.target = self.program.checkpoints.get(exercise, len(self.program.cells))
 
     def request(self, op: str, **args):
         exercise = self.exercise
         if exercise in self.faults:
             raise self.faults[exercise]
-        if self.child is None or not self.child.alive:
-            self._start()
+        if self.child is None or not self.child.alive or self.executed != self.target:
+            self._run_until(self.target)
         budget = self._remaining.get(exercise, self.time_limit)
         started = time.monotonic()
         try:

@@ -17,7 +17,7 @@ import struct
 
 import numpy as np
 
-MAX_MESSAGE_BYTES = 512 * 1024 * 1024  # a student's answer is tiny; refuse absurd frames
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024   # a student's answer is small; refuse absurd frames
 MAX_HEADER_BYTES = 8 * 1024 * 1024     # the JSON part: structure and numbers, never bulk data
 MAX_ARRAYS = 10_000
 MAX_DEPTH = 32
@@ -200,7 +200,10 @@ def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True):
             return classes(str(node["$class"]), str(node["source"]))
         raise WireError(f"unknown node {sorted(node)[:3]}")
 
-    return walk(tree, 0)
+    try:
+        return walk(tree, 0)
+    except (IndexError, KeyError, TypeError, ValueError, RecursionError, OverflowError) as exc:
+        raise WireError(f"malformed value: {type(exc).__name__}") from None
 
 
 def _torch(required: bool = False):

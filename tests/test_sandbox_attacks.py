@@ -235,13 +235,16 @@ for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
     signal.signal(sig, signal.SIG_IGN)
 # a double fork into a new session: the classic daemon, re-parented away from us
 if os.fork() == 0:
-    os.setsid()
+    try:
+        os.setsid()                # refused by seccomp; the daemon tries anyway
+    except OSError:
+        os.setpgid(0, 0)           # a process group of its own, then
     if os.fork() == 0:
         os.execv(sys.executable, [sys.executable, "-c",
                  "import signal, time\\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\\ntime.sleep(300)",
                  {marker!r}])
     os._exit(0)
-subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", {marker!r}], start_new_session=True)
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", {marker!r}], process_group=0)
 import time
 time.sleep(0.5)
 RESULT = "started"
@@ -383,3 +386,38 @@ def test_a_stalled_worker_is_replaced_and_the_student_regraded(tmp_path):
     assert sandbox.spawns > 3, "the stall never happened"
     assert result["score"] == result["max_score"] > 0, result.get("output")
     assert "autograder error" not in result.get("output", "")
+
+
+# ------------------------------------------------------------------------------ trusting answers
+
+def test_published_errors_is_judged_on_one_answer(grade, tmp_path):
+    """Everything on the first call (names every error), nothing on the next (names no correct
+    value): judged on one answer, it cannot pass both checks."""
+    from autograder.report import by_exercise
+    from conftest import notebook_with
+    lesson = "04_worked_example"
+    cheat = '''
+CALLS = []
+def published_errors():
+    CALLS.append(1)
+    return {"Q1", "K1", "V1", "Q2", "K2", "V2", "scores1", "scores2", "weights1", "weights2",
+            "head1", "head2", "concat"} if len(CALLS) == 1 else set()
+'''
+    path = notebook_with(lesson, {"published_errors": cheat}, tmp_path / "s")
+    entry = by_exercise(grade({lesson: path}))[(lesson, "published_errors")]
+    assert entry["score"] < entry["max"], entry
+
+
+def test_returning_float32_does_not_loosen_the_tolerance(grade, tmp_path):
+    """An answer off by 2e-5 (relative) on float64 inputs fails, float32 or not."""
+    from autograder.report import by_exercise
+    from conftest import notebook_with
+    lesson = "01_scaled_dot_product_attention"
+    sloppy = '''
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True) * (1 + 2e-5)).astype(np.float32)
+'''
+    path = notebook_with(lesson, {"softmax": sloppy}, tmp_path / "s")
+    entry = by_exercise(grade({lesson: path}))[(lesson, "softmax")]
+    assert entry["score"] < entry["max"], entry

@@ -57,3 +57,59 @@ def test_class_sources_are_only_built_where_allowed():
     frame = wire.encode(wire.ClassSource("C", "class C: pass"))
     with pytest.raises(wire.WireError):
         wire.decode(frame)
+
+
+def _trickle(sock, frame, pause):
+    import threading
+    import time
+
+    def run():
+        for byte in frame:
+            try:
+                sock.send(bytes([byte]))
+            except OSError:
+                return
+            time.sleep(pause)
+    threading.Thread(target=run, daemon=True).start()
+
+
+def test_a_trickled_frame_is_cut_at_the_deadline_not_at_each_byte():
+    """1 byte every 0.1 s: each recv finishes well inside a per-call timeout, so only a deadline
+    for the whole frame stops it (the control shows a per-call timeout alone does not)."""
+    import socket
+    import time
+    header = b'{"value": 1, "buffers": []}'
+    frame = struct.pack(">Q", len(header)) + header           # 35 bytes: 3.5 s at this pace
+    ours, theirs = socket.socketpair()
+    _trickle(theirs, frame, 0.1)
+    started = time.monotonic()
+    with pytest.raises(socket.timeout):
+        wire.recv(ours, deadline=started + 1.0)
+    assert time.monotonic() - started < 1.5
+    ours2, theirs2 = socket.socketpair()
+    _trickle(theirs2, frame, 0.1)
+    ours2.settimeout(1.0)                                      # the old way: a timeout per recv
+    started = time.monotonic()
+    assert wire.decode(wire.recv(ours2)) == 1
+    assert time.monotonic() - started > 3.0
+
+
+@pytest.mark.parametrize("header", [b"[" * 100_000 + b"]" * 100_000,
+                                    b'{"value": null, "buffers": [["float64", [4294967296, 4294967296]]]}',
+                                    b'{"value": {"$array": 3}, "buffers": []}',
+                                    b'{"value": null, "buffers": [["object", [2]]]}',
+                                    b'\xff\xfe'])
+def test_forged_frames_are_wire_errors_never_other_exceptions(header):
+    frame = struct.pack(">Q", len(header)) + header
+    with pytest.raises(wire.WireError):
+        wire.decode(frame)
+    import socket
+    ours, theirs = socket.socketpair()
+    theirs.sendall(frame)
+    theirs.close()
+    try:   # framing either refuses it at once or delivers it whole (and decode refuses it)
+        wire.decode(wire.recv(ours, deadline=__import__("time").monotonic() + 5))
+    except (wire.WireError, EOFError):
+        pass
+    else:
+        pytest.fail("a forged frame was accepted")

@@ -10,11 +10,13 @@ over heads, PyTorch's fused scaled_dot_product_attention), and each style comes 
     keys-only    keys from q_project
     values-only  values from q_project
 
-Every variant has the same class name, reads its projections through the same `getattr` on a
-routing tuple, and carries a random salt, so a test cannot tell them apart by name, by bytecode
-or by a hash of either: only by what the layer computes. The checks run each variant in a fresh
-process forked from the state right after the student's notebook ran, in an order shuffled per
-submission, so counting calls does not help either. tests/test_lesson06_subjects.py proves each
+Every variant has the same class name and the same methods; the routing is only which Linear
+sits in which slot of a list whose attribute name is salted per variant, so a test cannot tell
+them apart by name, by a label or by a hash of the code: only by what the layer computes (or by
+taking the layer apart, which is finding the bug). The checks run each variant in a fresh
+process forked from the state right after the student's notebook ran, in an order drawn anew for
+every grading run, so counting calls does not help either. (In-process subjects can always be
+inspected; computing them in another process would close even that.) tests/test_lesson06_subjects.py proves each
 correct variant equal to nn.MultiheadAttention and each wrong one different.
 """
 from __future__ import annotations
@@ -39,10 +41,10 @@ _INIT = '''
         self.k_project = nn.Linear(d_model, d_model)
         self.v_project = nn.Linear(d_model, d_model)
         self.o_project = nn.Linear(d_model, d_model)
-        self._salt = SALT
+        object.__setattr__(self, "{slot}", [self.{q}, self.{k}, self.{v}])   # a plain list, not submodules
 
     def _qkv(self, x):
-        return [getattr(self, name)(x) for name in ROUTE]           # 3 x (B, T, D)
+        return [project(x) for project in self.{slot}]              # 3 x (B, T, D)
 
     def _weights(self, scores, attn_mask):
         if attn_mask is not None:
@@ -107,14 +109,20 @@ STYLES = {
 
 
 def source(style: str, routing: str, salt: int) -> str:
-    """The class source of one variant (module-level names: nn, torch, F, math)."""
-    return (f"ROUTE = {ROUTES[routing]!r}\nSALT = {salt}\n\n"
-            f"class {CLASS_NAME}(nn.Module):{_INIT}{STYLES[style]}")
+    """The class source of one variant (module-level names: nn, torch, F, math). The routing is
+    structure (which Linear sits in which slot of a list whose name is salted), never a label."""
+    q, k, v = ROUTES[routing]
+    init = _INIT.replace("{slot}", f"_s{salt:08x}").replace("{q}", q).replace("{k}", k).replace("{v}", v)
+    return f"class {CLASS_NAME}(nn.Module):{init}{STYLES[style]}"
 
 
 def variants(routing: str, seed: int) -> list[tuple[str, str]]:
-    """[(style, source)] for every style of `routing`, shuffled and salted from `seed`."""
+    """[(style, source)] for `routing`, shuffled and salted from `seed`: every style for the
+    correct routing (a good test accepts them all), two styles drawn per submission for each
+    wrong one (any of the four could be the one a test meets)."""
     rng = random.Random(f"{routing}:{seed}")
     styles = list(STYLES)
     rng.shuffle(styles)
+    if routing != "correct":
+        styles = styles[:2]
     return [(style, source(style, routing, rng.randrange(1 << 30))) for style in styles]

@@ -2,15 +2,34 @@
 import numpy as np
 
 from autograder import mutants
-from autograder.checking import describe_shape, exercise, expect_array, expect_attention
+from autograder.checking import (Fingerprints, Variant, call_attention, describe_shape, exercise, expect_array,
+                                 expect_attention)
 
 LESSON = "01_scaled_dot_product_attention"
 
 
-def softmax_mutants(x, axis):
-    other = -2 if axis in (-1, x.ndim - 1) else -1
-    return [("softmax-wrong-axis", lambda: mutants.np_softmax(x, other)),
-            ("softmax-unstable", lambda: mutants.np_softmax(x, axis, stable=False))]
+def softmax_mutants(x, axis=-1):
+    """Fingerprints of softmax(x, axis): each slip alone and in combination."""
+    last = axis in (-1, x.ndim - 1)
+    found = [Variant.of("softmax-unstable", "no maximum is subtracted before exp()", stable=False),
+             Variant.of("softmax-global-max", "the maximum of the whole array is subtracted, not the maximum along "
+                        "`axis`",
+                        stable="global"),
+             Variant.of("softmax-ignores-axis", "the sum runs over every element of the array, whatever `axis` says",
+                        axis=None)]
+    if last and x.ndim > 1:
+        found.append(Variant.of("softmax-wrong-axis", "the softmax normalises over axis -2 instead of the last axis",
+                                axis=-2))
+    if not last:
+        found.append(Variant.of("softmax-ignores-axis", f"softmax(x, axis={axis}) normalises over the last axis: "
+                                "the `axis` argument is not used", axis=-1))
+    if not last and axis % x.ndim != 0:
+        found.append(Variant.of("softmax-ignores-axis", f"softmax(x, axis={axis}) normalises over axis 0: "
+                                "the `axis` argument is not used", axis=0))
+
+    def run(**kw):
+        return mutants.np_softmax(x, kw.pop("axis", axis), **kw)
+    return Fingerprints(run, found)
 
 
 @exercise("softmax", points=1)
@@ -31,7 +50,7 @@ def test_softmax_honours_axis(student, reference, rng):
         x = rng.standard_normal(shape) * 2
         expect_array(student.softmax(x, axis=axis), reference.softmax(x, axis=axis),
                      call=f"softmax(x, axis={axis}) with x {describe_shape(x)}",
-                     mutants=[("softmax-wrong-axis", lambda x=x: mutants.np_softmax(x, -1))])
+                     mutants=softmax_mutants(x, axis))
 
 
 @exercise("softmax", points=1)
@@ -55,7 +74,7 @@ def qkv(rng, batch, lq, lk, dk, dv, dtype=np.float64, scale=1.0):
 
 def check_attention(student, reference, q, k, v):
     call = f"scaled_dot_product_attention(q, k, v) with q, k, v {describe_shape(q, k, v)}"
-    expect_attention(student.scaled_dot_product_attention(q, k, v), q, k, v, None,
+    expect_attention(call_attention(student.scaled_dot_product_attention, q, k, v, None, call=call), q, k, v, None,
                      reference.scaled_dot_product_attention(q, k, v), call=call)
 
 

@@ -2,7 +2,8 @@
 import numpy as np
 
 from autograder import mutants
-from autograder.checking import Mismatch, describe_shape, exercise, expect_array, expect_attention
+from autograder.checking import MASK_MISTAKES, Mismatch, call_attention, describe_shape, exercise, expect_array, expect_attention
+from autograder.sandbox import StudentError
 
 LESSON = "02_masking"
 
@@ -36,8 +37,10 @@ def test_causal_mask_is_boolean(student):
     if not isinstance(got, np.ndarray) or got.dtype != np.bool_ or got.shape != (4, 4):
         what = (f"an array of dtype {got.dtype} and shape {got.shape}" if isinstance(got, np.ndarray)
                 else f"a {type(got).__name__}")
+        shape_only = isinstance(got, np.ndarray) and got.dtype == np.bool_   # the dtype is right
         raise Mismatch(f"causal_mask(4) returned {what}; expected a bool array of shape (4, 4) "
-                       f"(for example np.tril(np.ones((n, n), dtype=bool)))", mistake="wrong-type")
+                       f"(for example np.tril(np.ones((n, n), dtype=bool)))",
+                       mistake="wrong-shape" if shape_only else "wrong-type")
 
 
 def padding_mutants(lengths, max_len):
@@ -71,10 +74,40 @@ def test_padding_mask_accepts_lists(student, reference):
 
 # ------------------------------------------------------------------ attention with masks
 
-def check_masked(student, reference, q, k, v, mask, what):
+def check_masked(student, reference, q, k, v, mask, what, about=MASK_MISTAKES):
     call = f"scaled_dot_product_attention(q, k, v, mask) with {what}; q, k, v {describe_shape(q, k, v)}"
-    expect_attention(student.scaled_dot_product_attention(q, k, v, mask), q, k, v, mask,
-                     reference.scaled_dot_product_attention(q, k, v, mask), call=call)
+    fn = student.scaled_dot_product_attention
+    expected = reference.scaled_dot_product_attention(q, k, v, mask)
+    if np.asarray(mask).dtype.kind not in "iu":
+        expect_attention(call_attention(fn, q, k, v, mask, call=call), q, k, v, mask, expected, call=call,
+                         about=about)
+        return
+    # an integer mask: if the same mask as booleans gives another answer, the int mask is mishandled
+    try:
+        expect_attention(call_attention(fn, q, k, v, mask, call=call), q, k, v, mask, expected, call=call,
+                         about=about)
+        return
+    except (Mismatch, StudentError) as err:
+        failure = err
+    as_bool = mask.astype(bool)
+    try:
+        got_bool = call_attention(fn, q, k, v, as_bool, call=call)
+        got_int = call_attention(fn, q, k, v, mask, call=call)
+    except (Mismatch, StudentError):
+        raise failure from None
+    same = isinstance(got_int, tuple) and len(got_int) == 2 and all(
+        isinstance(a, np.ndarray) and a.shape == b.shape and np.allclose(a, b, equal_nan=True)
+        for a, b in zip(got_int, got_bool))
+    if same:
+        raise failure
+    found = [("mask-int-invert", "the same mask as booleans gives another answer than as 0/1 integers "
+              "(`~1 == -2` and `~0 == -1`)")]
+    try:
+        expect_attention(got_bool, q, k, v, as_bool, expected, call=call + " (the mask as booleans)", about=about)
+    except Mismatch as other:
+        found += other.found
+    line = failure.line if isinstance(failure, Mismatch) else f"{call} raised {failure.type}: {failure.message}"
+    raise Mismatch(line, found=found)
 
 
 def qkv(rng, batch, lq, lk, dk, dv, dtype=np.float64):
@@ -88,7 +121,7 @@ def test_masked_attention_without_mask(student, reference, rng):
     """attention without a mask still matches the reference"""
     q, k, v = qkv(rng, (2,), 4, 6, 8, 3)
     call = f"scaled_dot_product_attention(q, k, v) with q, k, v {describe_shape(q, k, v)}"
-    expect_attention(student.scaled_dot_product_attention(q, k, v), q, k, v, None,
+    expect_attention(call_attention(student.scaled_dot_product_attention, q, k, v, None, call=call), q, k, v, None,
                      reference.scaled_dot_product_attention(q, k, v), call=call)
 
 
@@ -135,4 +168,4 @@ def test_masked_attention_float32_large_scores(student, reference, rng):
     q, k, v = qkv(rng, (2,), 5, 5, 4, 3, dtype=np.float32)
     q *= 30
     mask = mutants.causal(5)
-    check_masked(student, reference, q, k, v, mask, "a causal mask and scores up to ~1e3 (float32)")
+    check_masked(student, reference, q, k, v, mask, "a causal mask and scores up to ~1e3 (float32)", about=None)

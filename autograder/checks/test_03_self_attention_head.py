@@ -2,8 +2,8 @@
 import torch
 
 from autograder import mutants
-from autograder.checking import (exercise, expect_parameters, expect_tensor, linear_shapes,
-                                 random_parameters, reference_output)
+from autograder.checking import (MASK_MISTAKES, Fingerprints, Variant, exercise, expect_module, expect_parameters, load_lenient, expect_tensor, linear_shapes,
+                                 mask_variants, random_parameters, reference_output, scale_variants)
 
 LESSON = "03_self_attention_head"
 NAMES = ("w_q", "w_k", "w_v")
@@ -12,22 +12,20 @@ NAMES = ("w_q", "w_k", "w_v")
 def head_mutants(p, x, mask):
     x64 = x.double()
     p64 = {k: v.double() for k, v in p.items()}
+    d_model, d_k = x.shape[-1], p["w_q.weight"].shape[0]
 
-    def run(**kw):
+    def run(k_from="w_k", v_from="w_v", **kw):
         q = mutants.linear(x64, p64, "w_q")
-        k = mutants.linear(x64, p64, "w_q" if kw.pop("k_from_q", False) else "w_k")
-        v = mutants.linear(x64, p64, "w_q" if kw.pop("v_from_q", False) else "w_v")
-        return lambda: mutants.torch_attention(q, k, v, mask, **kw)[0]
+        k = mutants.linear(x64, p64, k_from)
+        v = mutants.linear(x64, p64, v_from)
+        return mutants.torch_attention(q, k, v, mask, **kw)[0]
 
-    found = [("missing-scale", run(scale="none")), ("wrong-scale", run(scale="dk")),
-             ("wrong-scale", run(scale="mul")),
-             ("kv-reuse-query-projection", run(k_from_q=True, v_from_q=True)),
-             ("kv-reuse-query-projection", run(k_from_q=True)),
-             ("kv-reuse-query-projection", run(v_from_q=True))]
-    if mask is not None:
-        found += [("mask-inverted", run(invert=True)), ("mask-inverted", run(invert=True, fill="-1e9")),
-                  ("mask-after-softmax", run(mask_mode="after")), ("masked-row-leak", run(fill="-1e9"))]
-    return found
+    found = scale_variants(d_k, [("d_model", d_model)]) + [
+        Variant.of("kv-reuse-query-projection", "the keys are computed with w_q instead of w_k", k_from="w_q"),
+        Variant.of("kv-reuse-query-projection", "the values are computed with w_q instead of w_v", v_from="w_q"),
+        Variant.of("batched-transpose", "`.T` on the batched keys reverses every axis instead of swapping the "
+                   "last two", transpose="T")]
+    return Fingerprints(run, found + mask_variants(mask, module=True))
 
 
 def check_head(student, reference, rng, batch, t, d_model, d_k, mask=None, what="no mask"):
@@ -35,20 +33,19 @@ def check_head(student, reference, rng, batch, t, d_model, d_k, mask=None, what=
     params = random_parameters(rng, shapes)
     x = torch.from_numpy(rng.standard_normal((batch, t, d_model)).astype("float32"))
     head = student.SelfAttentionHead(d_model, d_k)
-    expect_parameters(head, shapes, f"SelfAttentionHead({d_model}, {d_k})")
-    head.load_parameters(params)
+    params = load_lenient(head, shapes, params, f"SelfAttentionHead({d_model}, {d_k})")
     head.eval()
-    got = head(x) if mask is None else head(x, mask)
-    expected = reference_output(reference.SelfAttentionHead, (d_model, d_k), params, x, mask=mask)
-    signs = {}
-    if mask is not None:
-        blocked = ~torch.as_tensor(mask).bool().expand(batch, t, t).any(-1)
-        if blocked.any():
-            signs = {"masked-row-nan": lambda g: bool(torch.isnan(torch.as_tensor(g)[blocked]).any()),
-                     "masked-row-leak": lambda g: bool(torch.as_tensor(g)[blocked].abs().max() > 1e-6)}
-    expect_tensor(got, expected, call=f"SelfAttentionHead({d_model}, {d_k})(x{', mask' if mask is not None else ''}) "
-                  f"with x of shape {tuple(x.shape)} and {what}",
-                  mutants=head_mutants(params, x, mask), signs=signs)
+    call = (f"SelfAttentionHead({d_model}, {d_k})(x{', mask' if mask is not None else ''}) "
+            f"with x of shape {tuple(x.shape)} and {what}")
+
+    def check(got, m):
+        expected = reference_output(reference.SelfAttentionHead, (d_model, d_k), params, x, mask=m)
+        blocked = None if m is None else ~torch.as_tensor(m).bool().expand(batch, t, t).any(-1)   # (B, T)
+        expect_tensor(got, expected, call=call, mutants=head_mutants(params, x, m), blocked=blocked,
+                      blocked_what="zero", about=None if m is None else MASK_MISTAKES)
+
+    expect_module(lambda m: head(x) if m is None else head(x, m), mask, check, call=call,
+                  shapes=((batch, t, d_k), (batch, t, d_k)))
 
 
 @exercise("SelfAttentionHead", points=1)

@@ -2,7 +2,7 @@
 import numpy as np
 
 from autograder import mutants
-from autograder.checking import Mismatch, exercise, expect_array
+from autograder.checking import Fingerprints, Mismatch, Variant, exercise, expect_array, scale_variants
 
 LESSON = "04_worked_example"
 KEYS = ["Q1", "K1", "V1", "Q2", "K2", "V2", "scores1", "scores2", "weights1", "weights2",
@@ -21,22 +21,33 @@ def answer(student):
 
 
 def example_mutants(reference, key):
-    """What a wrong scale or softmax axis would give for `key`, from the lesson's own matrices."""
+    """What a transposed weight matrix, a wrong scale or softmax axis would give for `key`."""
     ns = reference
     h = key[-1]
     if not h.isdigit():
         return []
-    q = ns.X @ getattr(ns, f"W_Q{h}")
-    k = ns.X @ getattr(ns, f"W_K{h}")
-    v = ns.X @ getattr(ns, f"W_V{h}")
-    which = {"scores": None, "weights": 1, "head": 0}.get(key[:-1])
-    if key.startswith("scores"):
-        return [("missing-scale", lambda: q @ k.T), ("wrong-scale", lambda: q @ k.T / q.shape[-1])]
-    if which is None:
+    what = {"Q": 0, "K": 1, "V": 2, "scores": 3, "weights": 4, "head": 5}.get(key[:-1])
+    if what is None:
         return []
-    return [(m, (lambda kw=kw: mutants.np_attention(q, k, v, **kw)[which])) for m, kw in
-            [("missing-scale", {"scale": "none"}), ("wrong-scale", {"scale": "dk"}),
-             ("softmax-wrong-axis", {"axis": -2})]]
+    d_k = getattr(ns, f"W_Q{h}").shape[-1]
+
+    def run(transposed=False, **kw):
+        W = [getattr(ns, f"{n}{h}") for n in ("W_Q", "W_K", "W_V")]
+        q, k, v = (ns.X @ (w.T if transposed else w) for w in W)
+        if what < 3:
+            return (q, k, v)[what]
+        if what == 3:
+            return mutants._scale(q @ k.T, q.shape[-1], kw.get("scale", "sqrt"))
+        return mutants.np_attention(q, k, v, **kw)[1 if what == 4 else 0]
+
+    found = [Variant.of("weights-transposed", f"Q{h}, K{h} and V{h} are computed as X @ W.T instead of X @ W",
+                        transposed=True)]
+    if what >= 3:
+        found += scale_variants(d_k)
+    if what >= 4:
+        found.append(Variant.of("softmax-wrong-axis", "the softmax normalises each column (over the queries) "
+                                "instead of each row (over the keys)", axis=-2))
+    return Fingerprints(run, found)
 
 
 def check_keys(student, reference, keys):
@@ -72,7 +83,16 @@ def test_concat(student, reference):
 
 
 def errors_answer(student):
-    got = student.published_errors()
+    """The student's one answer: published_errors() is called once per submission and every check
+    judges that same answer (a function that answers differently on each call gains nothing)."""
+    if getattr(student, "_published_errors", None) is None:
+        try:
+            student._published_errors = ("value", student.published_errors())
+        except Exception as exc:
+            student._published_errors = ("raised", exc)
+    kind, got = student._published_errors
+    if kind == "raised":
+        raise got
     if isinstance(got, (list, tuple, frozenset)):
         got = set(got)
     if not isinstance(got, set) or not all(isinstance(k, str) for k in got):

@@ -3,8 +3,9 @@ import numpy as np
 import torch
 
 from autograder import mutants
-from autograder.checking import (Mismatch, exercise, expect_parameters, expect_tensor, linear_shapes,
-                                 random_parameters, reference_output)
+from autograder.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
+                                 expect_tensor, linear_shapes, mask_variants, random_parameters, reference_output,
+                                 scale_variants)
 from autograder.sandbox import StudentError
 
 LESSON = "05_multi_head_attention"
@@ -51,41 +52,53 @@ def test_merge_heads_inverts_split_heads(student, reference, rng):
 def mha_mutants(p, q, k, v, mask, h):
     p64 = {n: t.double() for n, t in p.items()}
     args = (p64, q.double(), k.double(), v.double(), mask)
+    d_model = q.shape[-1]
 
     def run(**kw):
-        return lambda: mutants.torch_mha(*args, h=h, **kw)
+        return mutants.torch_mha(*args, h=h, **kw)
 
-    found = [("heads-mixed", run(heads_mixed=True)),
-             ("kv-reuse-query-projection", run(k_from="q", v_from="q")),
-             ("kv-reuse-query-projection", run(k_from="q")),
-             ("kv-reuse-query-projection", run(v_from="q")),
-             ("missing-output-projection", run(out_proj=False)),
-             ("wrong-scale", run(scale="other")),   # sqrt(d_model)
-             ("wrong-scale", run(scale="dk")),
-             ("wrong-scale", run(scale="mul")),
-             ("missing-scale", run(scale="none"))]
-    if mask is not None:
-        found += [("mask-inverted", run(invert=True)), ("mask-inverted", run(invert=True, fill="-1e9")),
-                  ("mask-after-softmax", run(mask_mode="after")), ("masked-row-leak", run(fill="-1e9"))]
-    return found
+    found = scale_variants(d_model // h, [("d_model", d_model)]) + [
+        Variant.of("heads-mixed", f"(B, T, d_model) is reshaped straight to (B, {h}, T, {d_model // h}) "
+                   "without the transpose (and merged back the same way)", heads_mixed=True),
+        Variant.of("kv-reuse-query-projection", "the keys are computed with w_q instead of w_k", k_from="q"),
+        Variant.of("kv-reuse-query-projection", "the values are computed with w_q instead of w_v", v_from="q"),
+        Variant.of("kv-from-query-input", "the keys are projected from the `query` input instead of `key`",
+                   k_in="query"),
+        Variant.of("kv-from-query-input", "the values are projected from the `query` input instead of `value`",
+                   v_in="query"),
+        Variant.of("missing-output-projection", "the merged heads are returned without w_o", out_proj=False)]
+    found += mask_variants(mask, module=True)
+    if mask is not None:   # applies when B == h only
+        found.append(Variant.of("mask-misbroadcast", "the (B, 1, Lk) mask meets the scores as (1, B, 1, Lk): "
+                                "head i reads the mask of sequence i", mask_misbroadcast=True))
+    return Fingerprints(run, found)
+
+
+BLOCKED_WHAT = "w_o's bias (the heads of a blocked row are zero, and w_o maps zero to its bias)"
 
 
 def build(student, rng, d_model, h, dropout=0.0):
     params = random_parameters(rng, linear_shapes(NAMES, d_model, d_model))
     module = student.MultiHeadAttention(d_model, h, dropout)
-    expect_parameters(module, linear_shapes(NAMES, d_model, d_model), f"MultiHeadAttention({d_model}, {h})")
-    module.load_parameters(params)
+    params = load_lenient(module, linear_shapes(NAMES, d_model, d_model), params, f"MultiHeadAttention({d_model}, {h})")
     return module.eval(), params
 
 
 def check_mha(student, reference, rng, *, b, lq, lk, d_model, h, mask=None, what="no mask", dropout=0.0):
     module, params = build(student, rng, d_model, h, dropout)
     q, k, v = tensor(rng, b, lq, d_model), tensor(rng, b, lk, d_model), tensor(rng, b, lk, d_model)
-    got = module(q, k, v) if mask is None else module(q, k, v, mask)
-    expected = reference_output(reference.MultiHeadAttention, (d_model, h), params, q, k, v, mask=mask)
-    expect_tensor(got, expected, call=f"MultiHeadAttention({d_model}, {h})(query, key, value"
-                  f"{', mask' if mask is not None else ''}) with Lq={lq}, Lk={lk}, batch {b}, {what}",
-                  mutants=mha_mutants(params, q, k, v, mask, h))
+    call = (f"MultiHeadAttention({d_model}, {h})(query, key, value{', mask' if mask is not None else ''}) "
+            f"with Lq={lq}, Lk={lk}, batch {b}, {what}")
+
+    def check(got, m):
+        expected = reference_output(reference.MultiHeadAttention, (d_model, h), params, q, k, v, mask=m)
+        blocked = None
+        if m is not None:
+            blocked = ~torch.as_tensor(m).bool().expand(b, h, lq, lk).any(-1).any(1)      # (B, Lq)
+        expect_tensor(got, expected, call=call, mutants=mha_mutants(params, q, k, v, m, h),
+                      blocked=blocked, blocked_what=BLOCKED_WHAT, about=None if m is None else MASK_MISTAKES)
+
+    got = expect_module(lambda m: module(q, k, v) if m is None else module(q, k, v, m), mask, check, call=call)
     return module, params, (q, k, v), got
 
 
@@ -127,22 +140,30 @@ def test_mha_cross_attention(student, reference, rng):
 @exercise("MultiHeadAttention", points=1)
 def test_mha_projections_all_matter(student, reference, rng):
     """changing w_k or w_v changes the output (no projection is ignored)"""
-    module, params, (q, k, v), before = check_mha(student, reference, rng, b=2, lq=4, lk=5, d_model=8, h=2,
-                                                  what="cross-attention")
+    # judged on the student's own outputs only: a wrong scale or mask does not fail this check
+    module, params = build(student, rng, 8, 2)
+    q, k, v = tensor(rng, 2, 4, 8), tensor(rng, 2, 5, 8), tensor(rng, 2, 5, 8)
+    before = torch.as_tensor(module(q, k, v))
     for name in ("w_k.weight", "w_v.weight"):
         changed = dict(params)
         changed[name] = params[name] + torch.from_numpy(rng.standard_normal(params[name].shape).astype(np.float32))
-        module.load_parameters(changed)
-        after = module(q, k, v)
-        if torch.allclose(torch.as_tensor(after), torch.as_tensor(before), atol=1e-6):
+        load_lenient(module, linear_shapes(NAMES, 8, 8), changed, "MultiHeadAttention(8, 2)")
+        after = torch.as_tensor(module(q, k, v))
+        if after.shape == before.shape and torch.allclose(after, before, atol=1e-6, equal_nan=True):
             raise Mismatch(f"changing {name} did not change the output: the {name[2]} projection is not used",
-                           mistake="kv-reuse-query-projection")
-        module.load_parameters(params)
+                           found=[("kv-reuse-query-projection", f"{name.split('.')[0]} is never used: the "
+                                   f"{'keys' if name[2] == 'k' else 'values'} are computed with another projection")])
+        load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2)")
 
 
 @exercise("MultiHeadAttention", points=1)
 def test_mha_padding_mask(student, reference, rng):
-    """MultiHeadAttention honours a (B, 1, 1, Lk) padding mask"""
+    """MultiHeadAttention honours a (B, 1, 1, Lk) padding mask, also when B == h"""
+    # B == h first: a mask whose batch axis lands on the head axis raises when B != h, so only
+    # this case shows (and names) the silent mask-misbroadcast
+    mask = torch.from_numpy(mutants.padding([6, 3], 6)[:, None])             # (2, 1, 1, 6)
+    check_mha(student, reference, rng, b=2, lq=4, lk=6, d_model=8, h=2, mask=mask,
+              what="a padding mask of shape (2, 1, 1, 6), as many sequences as heads")
     mask = torch.from_numpy(mutants.padding([7, 4, 2], 7)[:, None])          # (3, 1, 1, 7)
     check_mha(student, reference, rng, b=3, lq=5, lk=7, d_model=8, h=2, mask=mask,
               what="a padding mask of shape (3, 1, 1, 7)")
@@ -151,44 +172,59 @@ def test_mha_padding_mask(student, reference, rng):
 @exercise("MultiHeadAttention", points=1)
 def test_mha_causal_mask_and_blocked_rows(student, reference, rng):
     """MultiHeadAttention honours a causal (T, T) mask, and a fully blocked row reads nothing"""
-    check_mha(student, reference, rng, b=2, lq=6, lk=6, d_model=12, h=4,
-              mask=torch.from_numpy(mutants.causal(6)), what="a causal mask of shape (6, 6)")
     mask = torch.from_numpy(mutants.causal(5)).repeat(2, 1, 1, 1)            # (2, 1, 5, 5)
     mask[1, 0, 2] = False
-    check_mha(student, reference, rng, b=2, lq=5, lk=5, d_model=8, h=2, mask=mask.int(),
-              what="a 0/1 mask of shape (2, 1, 5, 5) with a fully blocked row")
+    all_of(lambda: check_mha(student, reference, rng, b=2, lq=6, lk=6, d_model=12, h=4,
+                             mask=torch.from_numpy(mutants.causal(6)), what="a causal mask of shape (6, 6)"),
+           lambda: check_mha(student, reference, rng, b=2, lq=5, lk=5, d_model=8, h=2, mask=mask.int(),
+                             what="a 0/1 mask of shape (2, 1, 5, 5) with a fully blocked row"))
 
 
 @exercise("MultiHeadAttention", points=1)
-def test_mha_dropout_off_in_eval(student, reference, rng):
-    """with dropout=0.5, eval mode gives the same output as no dropout"""
+def test_mha_dropout_off_in_eval(student, rng):
+    """with dropout=0.5, eval mode is deterministic and gives the same output as dropout=0"""
+    # judged on the student's own outputs only: any other mistake is the value checks' business
     params = random_parameters(rng, linear_shapes(NAMES, 8, 8))
     q, k, v = tensor(rng, 2, 4, 8), tensor(rng, 2, 6, 8), tensor(rng, 2, 6, 8)
     with_dropout = student.MultiHeadAttention(8, 2, 0.5)
-    with_dropout.load_parameters(params)
+    load_lenient(with_dropout, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2, 0.5)")
     with_dropout.eval()
-    got = with_dropout(q, k, v)
-    expected = reference_output(reference.MultiHeadAttention, (8, 2), params, q, k, v)
+    got, again = with_dropout(q, k, v), with_dropout(q, k, v)
     plain = student.MultiHeadAttention(8, 2, 0.0)
-    plain.load_parameters(params)
+    load_lenient(plain, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2, 0.0)")
     plain.eval()
     own = plain(q, k, v)
-    dropped = isinstance(got, torch.Tensor) and isinstance(own, torch.Tensor) and got.shape == own.shape \
-        and not torch.allclose(got, own, atol=1e-6)
-    expect_tensor(got, expected, call="MultiHeadAttention(8, 2, dropout=0.5) in eval mode",
-                  mutants=mha_mutants(params, q, k, v, None, 2),
-                  signs={"dropout-in-eval": lambda g: dropped})
+    if not all(isinstance(t, torch.Tensor) for t in (got, again, own)) or not got.shape == again.shape == own.shape:
+        raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) in eval mode does not return one tensor of the "
+                       "same shape each time")
+    if not torch.allclose(got, again, atol=1e-6, equal_nan=True):
+        raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) in eval mode gives a different output on each call",
+                       found=[("dropout-in-eval", "two calls in eval mode give different outputs: dropout is "
+                               "still drawing random masks")])
+    if not torch.allclose(got, own, atol=1e-5, equal_nan=True):
+        raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) in eval mode differs from dropout=0.0",
+                       found=[("dropout-in-eval", "in eval mode the output with dropout=0.5 differs from the "
+                               "output with dropout=0.0 (rescaled or dropped)")])
+
+
+def identity_values_params(rng, d_model):
+    """w_q, w_k random; w_v and w_o the identity with zero bias: the output is the weighted values."""
+    params = random_parameters(rng, linear_shapes(NAMES, d_model, d_model))
+    for name in ("w_v", "w_o"):
+        params[f"{name}.weight"] = torch.eye(d_model)
+        params[f"{name}.bias"] = torch.zeros(d_model)
+    return params
 
 
 @exercise("MultiHeadAttention", points=1)
 def test_mha_dropout_active_in_training(student, rng):
-    """in training mode dropout=0.5 changes the output, and dropout=0.0 does not"""
+    """in training mode dropout=0.5 acts on the attention weights, and dropout=0.0 changes nothing"""
     params = random_parameters(rng, linear_shapes(NAMES, 8, 8))
     x = tensor(rng, 2, 6, 8)
     outputs = {}
     for p, mode in [(0.5, True), (0.5, False), (0.0, True)]:
         module = student.MultiHeadAttention(8, 2, p)
-        module.load_parameters(params)
+        load_lenient(module, linear_shapes(NAMES, 8, 8), params, f"MultiHeadAttention(8, 2, {p})")
         module.train(mode)
         outputs[(p, mode)] = torch.as_tensor(module(x, x, x))
     if torch.allclose(outputs[(0.5, True)], outputs[(0.5, False)], atol=1e-6):
@@ -197,3 +233,25 @@ def test_mha_dropout_active_in_training(student, rng):
     if not torch.allclose(outputs[(0.0, True)], outputs[(0.5, False)], atol=1e-5):
         raise Mismatch("with dropout=0.0 the training-mode output differs from the eval-mode output; "
                        "only dropout may depend on the mode")
+    # where: with w_v = w_o = identity and every value vector all ones, each head's output row is
+    # (sum of its kept weights) * ones, so dropout on the weights keeps a head's columns equal;
+    # dropout on the values, the merged heads or the output does not
+    params = identity_values_params(rng, 8)
+    q, k, ones = tensor(rng, 2, 5, 8), tensor(rng, 2, 7, 8), torch.ones(2, 7, 8)
+    module = student.MultiHeadAttention(8, 2, 0.5)
+    load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2, 0.5)")
+
+    def spread(out):   # (B, Lq, h, d_k): the largest difference between columns of one head
+        return (out.view(2, 5, 2, 4).amax(-1) - out.view(2, 5, 2, 4).amin(-1)).abs().max()
+
+    module.eval()
+    calm = torch.as_tensor(module(q, k, ones))
+    if calm.shape != (2, 5, 8) or not torch.isfinite(calm).all() or spread(calm) > 1e-5:
+        return   # another mistake already breaks the probe; the value checks report it
+    module.train(True)
+    trained = torch.as_tensor(module(q, k, ones))
+    if trained.shape == (2, 5, 8) and spread(trained) > 1e-5:
+        raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) in training mode, with w_v and w_o set to the "
+                       "identity and every value vector all ones: the columns of one head differ within a row",
+                       found=[("dropout-on-output", "in training, single features of a head's output are zeroed, "
+                               "which dropout on the attention weights never does")])

@@ -1,87 +1,62 @@
 """Checks for lesson 06: the student's own test (graded by mutation) and the fixed class."""
+import secrets
+
 import numpy as np
 import torch
 
 from autograder import mutants
-from autograder.checking import (Mismatch, exercise, expect_parameters, expect_tensor, linear_shapes,
-                                 random_parameters, reference_output)
-from autograder.reference import class_source
+from autograder.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
+                                 expect_tensor, linear_shapes, mask_variants, random_parameters, reference_output,
+                                 scale_variants)
 from autograder.sandbox import StudentError
+from autograder.checks import projection_subjects
 from autograder.wire import ClassSource
 
 LESSON = "06_debugging_projection_reuse"
 NAMES = ("q_project", "k_project", "v_project", "o_project")
 
-# A correct class written differently from the reference: one fused matmul, einsum, no nn.Dropout
-# module on the weights (F.dropout with training=self.training). A good test must accept it too.
-ALTERNATIVE_CORRECT = '''
-class EinsumMultiHeadAttention(nn.Module):
-    def __init__(self, d_model, num_heads, dropout):
-        super().__init__()
-        self.h, self.p = num_heads, dropout
-        self.q_project = nn.Linear(d_model, d_model)
-        self.k_project = nn.Linear(d_model, d_model)
-        self.v_project = nn.Linear(d_model, d_model)
-        self.o_project = nn.Linear(d_model, d_model)
-
-    def forward(self, x, attn_mask=None):
-        B, T, D = x.shape
-        w = torch.cat([self.q_project.weight, self.k_project.weight, self.v_project.weight])
-        b = torch.cat([self.q_project.bias, self.k_project.bias, self.v_project.bias])
-        q, k, v = F.linear(x, w, b).split(D, dim=-1)
-        q, k, v = (t.reshape(B, T, self.h, D // self.h) for t in (q, k, v))
-        s = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(D // self.h)
-        if attn_mask is not None:
-            ok = attn_mask.bool()[:, None].expand_as(s)
-            s = s.masked_fill(~ok, float("-inf"))
-            a = torch.nan_to_num(torch.softmax(s, -1), nan=0.0)
-        else:
-            a = torch.softmax(s, -1)
-        a = F.dropout(a, self.p, training=self.training)
-        return self.o_project(torch.einsum("bhqk,bkhd->bqhd", a, v).reshape(B, T, D))
-'''
+SUBJECT_TIME = 5.0   # seconds for the student's test on one class
 
 
-def subject(name: str) -> ClassSource:
-    """The classes the student's test is run on: two correct, three buggy."""
-    fixed = class_source(LESSON, "FixedMultiHeadAttention")
-
-    def mutate(old, new):
-        assert fixed.count(old) >= 1, f"the reference class no longer contains {old!r}"
-        return ClassSource("FixedMultiHeadAttention", fixed.replace(old, new))
-
-    return {
-        "reference": lambda: ClassSource("FixedMultiHeadAttention", fixed),
-        "alternative": lambda: ClassSource("EinsumMultiHeadAttention", ALTERNATIVE_CORRECT),
-        "buggy": lambda: ClassSource("BuggyMultiHeadAttention", class_source(LESSON, "BuggyMultiHeadAttention")),
-        "keys-only": lambda: mutate("self.k_project(", "self.q_project("),
-        "values-only": lambda: mutate("self.v_project(", "self.q_project("),
-    }[name]()
+def _seed(student) -> int:
+    """Order and salts drawn anew for every grading run (a test that judges behaviour gets the
+    same grade whatever the order; one that counts calls cannot know the order)."""
+    if getattr(student, "_subject_seed", None) is None:
+        student._subject_seed = secrets.randbits(32)
+    return student._subject_seed
 
 
-def outcome(student, name):
-    """'passed', or 'assertion: ...' / 'error: ...' for the student's test on one class."""
-    try:
-        student.test_projections(subject(name))
-        return "passed"
-    except StudentError as err:
+def outcome(student, routing: str) -> list[tuple[str, str]]:
+    """[(style, "passed" | "assertion: ..." | "error: ...")] of the student's test on every
+    variant of one routing (see projection_subjects.py), each in a fresh forked process."""
+    found = []
+    for style, src in projection_subjects.variants(routing, _seed(student)):
+        verdict = student.test_projections.isolated(ClassSource(projection_subjects.CLASS_NAME, src),
+                                                   timeout=SUBJECT_TIME)
+        if verdict.get("outcome") == "returned":
+            found.append((style, "passed"))
+            continue
+        err = StudentError(verdict.get("error") or {})
         if err.type == "NotImplementedError":
-            raise
-        return ("assertion: " if err.type == "AssertionError" else "error: ") + err.describe()
+            raise err
+        found.append((style, ("assertion: " if err.type == "AssertionError" else "error: ") + err.describe()))
+    return found
 
 
 def check_catches(student, buggy, what):
-    got = outcome(student, buggy)
-    if got == "passed":
-        raise Mismatch(f"test_projections returned normally for a class where {what}: it should raise "
-                       "AssertionError", mistake="test-misses-bug")
-    if got.startswith("error"):
-        raise Mismatch(f"test_projections, given a class where {what}, raised an error instead of "
-                       f"AssertionError:\n{got[7:]}")
-    for good in ("reference", "alternative"):
-        verdict = outcome(student, good)
+    for style, got in outcome(student, buggy):
+        if got == "passed":
+            raise Mismatch(f"test_projections returned normally for a class where {what} "
+                           f"(written in the '{style}' style): it should raise AssertionError",
+                           mistake="test-misses-bug")
+        if got.startswith("error"):
+            raise Mismatch(f"test_projections, given a class where {what}, raised an error instead of "
+                           f"AssertionError:\n{got[7:]}")
+    if getattr(student, "_correct_verdicts", None) is None:   # the same for the three checks
+        student._correct_verdicts = outcome(student, "correct")
+    for style, verdict in student._correct_verdicts:
         if verdict != "passed":
-            raise Mismatch(f"test_projections fails a correct class ({'the reference FixedMultiHeadAttention' if good == 'reference' else 'an einsum implementation'}):\n"
+            raise Mismatch(f"test_projections fails a correct class (written in the '{style}' style):\n"
                            f"{verdict}", mistake="test-rejects-correct")
 
 
@@ -108,33 +83,43 @@ def test_student_test_catches_value_reuse(student):
 def fixed_mutants(p, x, mask, h):
     p64 = {n: t.double() for n, t in p.items()}
     m = None if mask is None else torch.as_tensor(mask).bool()[:, None]
+    d_model = x.shape[-1]
 
     def run(**kw):
-        return lambda: mutants.torch_mha(p64, x.double(), x.double(), x.double(), m, h=h, names=NAMES, **kw)
+        return mutants.torch_mha(p64, x.double(), x.double(), x.double(), m, h=h, names=NAMES, **kw)
 
-    found = [("kv-reuse-query-projection", run(k_from="q", v_from="q")),
-             ("kv-reuse-query-projection", run(k_from="q")),
-             ("kv-reuse-query-projection", run(v_from="q")),
-             ("heads-mixed", run(heads_mixed=True)), ("missing-output-projection", run(out_proj=False)),
-             ("wrong-scale", run(scale="other")), ("missing-scale", run(scale="none"))]
-    if mask is not None:
-        found += [("mask-inverted", run(invert=True)), ("masked-row-leak", run(fill="-1e9"))]
-    return found
+    found = scale_variants(d_model // h, [("d_model", d_model)]) + [
+        Variant.of("kv-reuse-query-projection", "the keys are computed with q_project instead of k_project",
+                   k_from="q"),
+        Variant.of("kv-reuse-query-projection", "the values are computed with q_project instead of v_project",
+                   v_from="q"),
+        Variant.of("heads-mixed", f"(B, T, d_model) is reshaped straight to (B, {h}, T, {d_model // h}) "
+                   "without the transpose (and merged back the same way)", heads_mixed=True),
+        Variant.of("missing-output-projection", "the merged heads are returned without o_project", out_proj=False)]
+    return Fingerprints(run, found + mask_variants(mask, module=True))
+
+
+BLOCKED_WHAT = "o_project's bias (the heads of a blocked row are zero, and o_project maps zero to its bias)"
 
 
 def check_fixed(student, reference, rng, b, t, d_model, h, mask=None, what="no mask"):
     shapes = linear_shapes(NAMES, d_model, d_model)
     params = random_parameters(rng, shapes)
     module = student.FixedMultiHeadAttention(d_model, h, 0.0)
-    expect_parameters(module, shapes, f"FixedMultiHeadAttention({d_model}, {h}, 0.0)")
-    module.load_parameters(params)
+    params = load_lenient(module, shapes, params, f"FixedMultiHeadAttention({d_model}, {h}, 0.0)")
     module.eval()
     x = torch.from_numpy(rng.standard_normal((b, t, d_model)).astype(np.float32))
-    got = module(x) if mask is None else module(x, mask)
-    expected = reference_output(reference.FixedMultiHeadAttention, (d_model, h, 0.0), params, x,
-                                mask_kw="attn_mask", mask=mask)
-    expect_tensor(got, expected, call=f"FixedMultiHeadAttention({d_model}, {h}, 0.0)(x{', attn_mask' if mask is not None else ''})"
-                  f" with x of shape {(b, t, d_model)}, {what}", mutants=fixed_mutants(params, x, mask, h))
+    call = (f"FixedMultiHeadAttention({d_model}, {h}, 0.0)(x{', attn_mask' if mask is not None else ''})"
+            f" with x of shape {(b, t, d_model)}, {what}")
+
+    def check(got, m):
+        expected = reference_output(reference.FixedMultiHeadAttention, (d_model, h, 0.0), params, x,
+                                    mask_kw="attn_mask", mask=m)
+        blocked = None if m is None else ~torch.as_tensor(m).bool().expand(b, t, t).any(-1)     # (B, T)
+        expect_tensor(got, expected, call=call, mutants=fixed_mutants(params, x, m, h),
+                      blocked=blocked, blocked_what=BLOCKED_WHAT, about=None if m is None else MASK_MISTAKES)
+
+    got = expect_module(lambda m: module(x) if m is None else module(x, m), mask, check, call=call)
     return module, params, x, got
 
 
@@ -148,22 +133,58 @@ def test_fixed_has_four_projections(student):
 @exercise("FixedMultiHeadAttention", points=2)
 def test_fixed_matches_reference(student, reference, rng):
     """FixedMultiHeadAttention matches the reference (h = 2 and 4, weights copied in)"""
-    check_fixed(student, reference, rng, 2, 5, 8, 2)
-    check_fixed(student, reference, rng, 3, 4, 16, 4)
+    all_of(lambda: check_fixed(student, reference, rng, 2, 5, 8, 2),
+           lambda: check_fixed(student, reference, rng, 3, 4, 16, 4),
+           lambda: dropout_placement(student, rng))
+
+
+def dropout_placement(student, rng):
+    """With v/o_project the identity and x all ones, dropout on the weights keeps each head's columns
+    equal within a row (every value vector is all ones); dropout on the output does not."""
+    shapes = linear_shapes(NAMES, 8, 8)
+    params = random_parameters(rng, shapes)
+    for name in ("v_project", "o_project"):
+        params[f"{name}.weight"], params[f"{name}.bias"] = torch.eye(8), torch.zeros(8)
+    module = student.FixedMultiHeadAttention(8, 2, 0.5)
+    load_lenient(module, shapes, params, "FixedMultiHeadAttention(8, 2, 0.5)")
+    x = torch.ones(2, 5, 8)
+
+    def spread(out):   # the largest difference between the columns of one head
+        return (out.view(2, 5, 2, 4).amax(-1) - out.view(2, 5, 2, 4).amin(-1)).abs().max()
+
+    module.eval()
+    calm = torch.as_tensor(module(x))
+    if calm.shape != (2, 5, 8) or not torch.isfinite(calm).all() or spread(calm) > 1e-5:
+        return   # another mistake already breaks the probe; the value checks report it
+    module.train(True)
+    trained = torch.as_tensor(module(x))
+    if trained.shape == (2, 5, 8) and spread(trained) > 1e-5:
+        raise Mismatch("FixedMultiHeadAttention(8, 2, dropout=0.5) in training mode, with v_project and o_project "
+                       "the identity and x all ones: the columns of one head differ within a row",
+                       found=[("dropout-on-output", "in training, single features of a head's output are zeroed, "
+                               "which dropout on the attention weights never does")])
 
 
 @exercise("FixedMultiHeadAttention", points=1)
 def test_fixed_uses_every_projection(student, reference, rng):
     """changing k_project or v_project changes the output of FixedMultiHeadAttention"""
-    module, params, x, before = check_fixed(student, reference, rng, 2, 5, 8, 2)
+    # judged on the student's own outputs only: a wrong scale or mask does not fail this check
+    shapes = linear_shapes(NAMES, 8, 8)
+    params = random_parameters(rng, shapes)
+    module = student.FixedMultiHeadAttention(8, 2, 0.0)
+    params = load_lenient(module, shapes, params, "FixedMultiHeadAttention(8, 2, 0.0)")
+    module.eval()
+    x = torch.from_numpy(rng.standard_normal((2, 5, 8)).astype(np.float32))
+    before = module(x)
     for name in ("k_project.weight", "v_project.weight"):
         changed = dict(params)
         changed[name] = params[name] + torch.from_numpy(rng.standard_normal(params[name].shape).astype(np.float32))
-        module.load_parameters(changed)
+        load_lenient(module, shapes, changed, "FixedMultiHeadAttention(8, 2, 0.0)")
         if torch.allclose(torch.as_tensor(module(x)), torch.as_tensor(before), atol=1e-6):
             raise Mismatch(f"changing {name} did not change the output: {name.split('.')[0]} is never used",
-                           mistake="kv-reuse-query-projection")
-        module.load_parameters(params)
+                           found=[("kv-reuse-query-projection", f"{name.split('.')[0]} is never used: the "
+                                   f"{'keys' if name[0] == 'k' else 'values'} are computed with q_project")])
+        load_lenient(module, shapes, params, "FixedMultiHeadAttention(8, 2, 0.0)")
 
 
 @exercise("FixedMultiHeadAttention", points=1)

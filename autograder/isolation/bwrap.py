@@ -59,12 +59,15 @@ def python_paths() -> list[str]:
     return sorted(p for p in keep if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in keep))
 
 
-def worker_command(bwrap: str, control_fd: int, as_root: bool) -> list[str]:
+def worker_command(bwrap: str, control_fd: int, as_root: bool, tmp_bytes: int = 2 * 1024 ** 3) -> list[str]:
     args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--as-pid-1",
             "--cap-drop", "ALL"]
-    if as_root:   # no user namespace: the children's uids are real ones, unknown to the host
-        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    if as_root:   # no user namespace: the children's uids are real ones, unknown to the host.
+        # The worker (never student code) keeps what it needs to give children their uid, and to
+        # kill them and remove their scratch folders whatever they did to them; children drop all.
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL",
+                 "--cap-add", "CAP_DAC_OVERRIDE", "--cap-add", "CAP_FOWNER"]
     else:
         args += ["--unshare-user", "--disable-userns"]
     for top in ("usr",):
@@ -86,7 +89,8 @@ def worker_command(bwrap: str, control_fd: int, as_root: bool) -> list[str]:
         args += ["--perms", "0755", "--dir", d]
     for src, dest in binds:
         args += ["--ro-bind", src, dest]
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+    # /tmp is RAM: its size is capped, or scratch files would be memory beyond the limit
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp",
              "--chdir", "/tmp", "--clearenv"]
     for key, value in SANDBOX_ENV.items():
         args += ["--setenv", key, value]

@@ -1,5 +1,5 @@
 # lesson: 01_scaled_dot_product_attention
-# expect: wrong softmax softmax-wrong-axis
+# expect: wrong softmax softmax-ignores-axis
 # %% softmax
 def softmax(x, axis=-1):
     e = np.exp(x - x.max(axis=-1, keepdims=True))

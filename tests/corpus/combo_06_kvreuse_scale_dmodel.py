@@ -1,0 +1,24 @@
+# lesson: 06_debugging_projection_reuse
+# expect: wrong FixedMultiHeadAttention kv-reuse-query-projection wrong-scale
+# Values still from q_project, sqrt(d_model).
+# %% FixedMultiHeadAttention
+class FixedMultiHeadAttention(BuggyMultiHeadAttention):
+    def heads(self, t):
+        B, T, _ = t.shape
+        return t.view(B, T, self.num_heads, self.d_k).transpose(1, 2)
+
+    def forward(self, x, attn_mask=None):
+        B, T, d_model = x.shape
+        q = self.heads(self.q_project(x))                               # (B, h, T, d_k)
+        k = self.heads(self.k_project(x))                               # (B, h, T, d_k)
+        v = self.heads(self.q_project(x))                               # (B, h, T, d_k)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d_model)          # (B, h, T, T)
+        if attn_mask is None:
+            w = torch.softmax(scores, dim=-1)
+        else:
+            allowed = attn_mask.bool().unsqueeze(1).expand_as(scores)   # (B, h, T, T)
+            has = allowed.any(dim=-1, keepdim=True)
+            w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+            w = w.masked_fill(~has, 0.0)
+        w = self.dropout(w)
+        return self.o_project((w @ v).transpose(1, 2).reshape(B, T, d_model))

