@@ -64,7 +64,7 @@ def _tags(cell) -> list:
     return tags if isinstance(tags, list) else []
 
 
-MAX_NOTEBOOK_BYTES = 50 * 1024 ** 2   # a lesson with its figures is well under 5 MB
+MAX_NOTEBOOK_BYTES = 200 * 1024 ** 2  # a lesson with its figures is under 5 MB; outputs can be large
 
 
 def read_regular_file(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
@@ -184,10 +184,12 @@ def build_program(path: Path, lesson: Lesson, released: Path | None = None, *, k
 
     order: list[Cell] = []
     ran_setup = set()
+    defined_at: dict[str, int] = {}
     for i, c in enumerate(code):
         gid = _nbgrader(c).get("grade_id")
         if id(c) in chosen:
             order.append(Cell(chosen[id(c)], _source(c), "graded", chosen[id(c)]))
+            defined_at[chosen[id(c)]] = len(order)
         elif locked(gid):
             t = released[gid]
             tags = _tags(t)
@@ -213,7 +215,9 @@ def build_program(path: Path, lesson: Lesson, released: Path | None = None, *, k
     missing = [Cell(gid, _source(t), "setup", gid) for gid, t in released.items()
                if SETUP_TAG in _tags(t) and gid not in ran_setup]
     program.cells = missing + order
-    program.checkpoints = {ex: n + len(missing) for ex, n in program.checkpoints.items()}
+    # never before the exercise's own cell: a self-check moved above its exercise still grades it
+    program.checkpoints = {ex: max(n, defined_at.get(ex, 0)) + len(missing)
+                           for ex, n in program.checkpoints.items()}
     return program
 
 

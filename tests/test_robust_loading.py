@@ -92,8 +92,13 @@ def test_cells_deleted_duplicated_and_reordered(grade, tmp_path):
     nb["cells"] = [graded["scaled_dot_product_attention"]] + rest + [graded["softmax"], graded["softmax"]]
     r = grade({L01: write(tmp_path / "b", nb)})
     s = scores(r)
-    assert full(s["softmax"]) and full(s["scaled_dot_product_attention"]), r
+    # softmax is graded once it is defined, even though its self-check now stands above it
+    assert full(s["softmax"]), r
     assert "appears 2 times" in r["output"]
+    # attention's self-check runs before softmax exists, so it fails there, as Restart & Run All
+    # would show the student, and the message says why
+    assert s["scaled_dot_product_attention"][0] == 0
+    assert "softmax" in text(r) and "not defined" in text(r)
 
 
 def test_deleted_graded_cell(grade, tmp_path):
