@@ -261,7 +261,8 @@ class Sandbox:
     def describe(self) -> list[str]:
         lines = list(self.layers) or ["(no child started yet)"]
         if not self.namespaces and self.why_no_namespaces:
-            lines.append(f"no namespaces: {self.why_no_namespaces}")
+            lines.append(f"no namespaces: {self.why_no_namespaces}; the scratch folder is on this "
+                         f"machine's disk, where only files over 256 MiB are refused")
         return lines
 
     def close(self) -> None:
