@@ -88,7 +88,7 @@ def cmd_grade(args) -> int:
     results = grade_many(students, jobs=args.jobs, time_limit=args.time_limit,
                          memory_limit=args.memory_limit, out_dir=Path(args.out) if args.out else None,
                          show=lambda text: print(terminal_safe(text)), progress=kind == "class",
-                         allow_unsandboxed=args.unsafe_no_sandbox)
+                         allow_unsandboxed=args.unsafe_no_sandbox, brief=args.brief)
     if args.json:
         from .report import write_json
         data = results if kind == "class" else next(iter(results.values()))
@@ -109,6 +109,15 @@ def cmd_release(args) -> int:
     from .release import release
     for path in release():
         print(f"wrote {path}")
+    if args.student_kit:
+        from .kit import ensure_secret, write_kit
+        out = write_kit(Path(args.student_kit))
+        size = sum(p.stat().st_size for p in ([out] if out.is_file() else out.rglob("*")) if p.is_file())
+        print(f"wrote the student kit {out} ({size / 1e6:.1f} MB): hand it out; it holds no solution")
+        secret, created = ensure_secret()
+        print(f"{'created' if created else 'using'} the course secret {secret}: grading derives its inputs "
+              "from it, so they differ from the kit's. Keep it out of git and away from students; "
+              "`python -m autograder gradescope` puts it in the bundle")
     return 0
 
 
@@ -123,6 +132,10 @@ def cmd_gradescope(args) -> int:
     out = write_bundle(Path(args.out), lessons)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) grading {len(lessons)} lesson(s); "
           f"upload it as the assignment's autograder on Gradescope")
+    from .plugin import course_secret
+    if course_secret() is None:
+        print("note: there is no course secret, so the bundle grades on the public inputs the student kit "
+              "records; `python -m autograder release --student-kit OUT` creates one")
     return 0
 
 
@@ -139,14 +152,19 @@ def main(argv=None) -> int:
     g.add_argument("--jobs", type=int, default=None, help="students graded in parallel (default: cores)")
     g.add_argument("--time-limit", type=float, default=10.0, help="seconds per exercise (default 10)")
     g.add_argument("--memory-limit", type=float, default=2.0, help="GiB per submission (default 2)")
-    g.add_argument("--out", metavar="DIR", help="for a class: write grades.csv, and per-student "
-                                                "results.json and feedback.md under DIR/students/")
+    g.add_argument("--out", metavar="DIR", help="for a class: write grades.csv, class-report.html, and "
+                                                "per-student results.json and feedback.md under DIR/students/")
+    g.add_argument("--brief", action="store_true",
+                   help="one line per exercise, without the diagnosis (a class folder is always brief in the "
+                        "terminal; the full text is in --out's feedback files)")
     g.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade even where no isolation layer works (only for trusted submissions)")
     g.set_defaults(func=cmd_grade)
     d = sub.add_parser("doctor", help="show which isolation layers protect grading on this machine")
     d.set_defaults(func=cmd_doctor)
     r = sub.add_parser("release", help="regenerate lessons/ from solutions/")
+    r.add_argument("--student-kit", metavar="OUT", help="also write the student kit (a folder, or a .zip): "
+                                                        "README, requirements, lessons, recorded self-checks")
     r.set_defaults(func=cmd_release)
     gs = sub.add_parser("gradescope", help="write a Gradescope autograder bundle (zip)")
     gs.add_argument("--out", default="gradescope_autograder.zip", help="the zip to write "

@@ -25,7 +25,9 @@ from .sandbox import StudentError
 
 __all__ = ["exercise", "expect_array", "expect_attention", "Mismatch", "attention_mutants",
            "blocked_rows", "describe_shape", "Fingerprints", "Variant", "scale_variants", "mask_variants",
-           "call_attention", "all_of", "MASK_MISTAKES", "load_lenient"]
+           "call_attention", "all_of", "MASK_MISTAKES", "load_lenient", "module_extras", "ALWAYS_CAUSAL",
+           "module_output", "fingerprint_params", "layout_deviations",
+           "reversed_shape_error"]
 
 
 def exercise(grade_id: str, points: float = 1):
@@ -53,6 +55,20 @@ def scale_variants(d_k: int, others=()) -> list[Variant]:
     return found
 
 
+ALWAYS_CAUSAL = Variant.of(None, "a causal mask is applied whatever mask is given (a `tril` buffer): the module "
+                           "must apply the mask it is given, and nothing without one", extra="causal")
+
+
+def module_extras(out: str = "w_o", *, causal: bool = False) -> list[Variant]:
+    """Deviations seen in published modules that the catalogue has no id for (mutants.torch_mha's
+    `extra`): never named, and never a pass, but the catalogued mistakes beside them are named."""
+    return [Variant.of(None, f"there is a ReLU after every projection ({out} included), which the module must "
+                       "not have", extra="relu"),
+            Variant.of(None, "the module returns LayerNorm(output + query): the residual connection and the "
+                       "LayerNorm belong to the Transformer block (lesson 07), not to the attention module",
+                       extra="residual_ln")] + ([ALWAYS_CAUSAL] if causal else [])
+
+
 def mask_variants(mask, *, module: bool = False) -> list[Variant]:
     if mask is None:
         return []
@@ -61,8 +77,8 @@ def mask_variants(mask, *, module: bool = False) -> list[Variant]:
              Variant.of("mask-after-softmax", "the weights are multiplied by the mask after the softmax, so rows "
                         "no longer sum to 1", mask_mode="after"),
              Variant.of("masked-row-nan", "fully blocked rows come out NaN", blocked_rows="nan"),
-             Variant.of("masked-row-leak", "blocked scores are filled with -1e9, so a fully blocked row gets "
-                        "uniform weights over keys it may not read", fill="-1e9")]
+             Variant.of("masked-row-leak", "blocked scores are filled with a large negative number such as -1e9, "
+                        "not -inf", fill="-1e9")]
     if not module and np.asarray(mask).dtype.kind in "iu":
         found.append(Variant.of("mask-int-invert", "`~` on the 0/1 integer mask gives -2 and -1, both non-zero, "
                                 "so every pair is blocked", int_invert=True))
@@ -151,17 +167,23 @@ def linear_shapes(names, d_in, d_out) -> dict:
     return shapes
 
 
-def expect_parameters(module, shapes: dict, what: str) -> None:
-    """The student's module has exactly these parameter names and shapes."""
+def expect_parameters(module, shapes: dict, what: str, *, output: str | None = None) -> None:
+    """The student's module has exactly these parameter names and shapes. output: the name of the
+    output projection; a module with none of its parameters and no parameter of its own beyond
+    the expected ones has no output projection at all (missing-output-projection)."""
     have = module.parameters()
     missing = [n for n in shapes if n not in have]
     wrong = [f"{n} has shape {tuple(have[n])}, expected {shapes[n]}" for n in shapes
              if n in have and tuple(have[n]) != tuple(shapes[n])]
     if missing or wrong:
         problems = ([f"missing parameter(s): {', '.join(missing)}"] if missing else []) + wrong
+        found = [("wrong-shape", None)] if wrong and not missing else []
+        if output is not None and all(n in missing for n in shapes if n.startswith(output + ".")) \
+                and set(have) <= set(shapes):
+            found.append(("missing-output-projection", f"the module has no {output} at all: the merged heads are "
+                          "returned as they are"))
         raise Mismatch(f"{what}: {'; '.join(problems)}. Its parameters are: "
-                       f"{', '.join(f'{n} {tuple(s)}' for n, s in have.items()) or 'none'}",
-                       mistake="wrong-shape" if wrong and not missing else None)
+                       f"{', '.join(f'{n} {tuple(s)}' for n, s in have.items()) or 'none'}", found=found)
 
 
 def load_lenient(module, shapes: dict, params: dict, what: str) -> dict:
@@ -174,46 +196,110 @@ def load_lenient(module, shapes: dict, params: dict, what: str) -> dict:
     import torch
     have = module.parameters()
     missing = [n for n in shapes if n not in have]
-    if not missing:
+    shared = {n for n in shapes if n in have and _shared_per_head(tuple(have[n]), tuple(shapes[n]), n, have)}
+    if not missing and not shared:
         expect_parameters(module, shapes, what)
         module.load_parameters(params)
         return params
-    if any(tuple(have[n]) != tuple(shapes[n]) for n in shapes if n in have):
+    if any(tuple(have[n]) != tuple(shapes[n]) for n in shapes if n in have and n not in shared):
         expect_parameters(module, shapes, what)
-    params = dict(params)
+    params, given = Params(params), dict(params)
     for n in missing:
         if n.endswith(".bias") and n[:-len("bias")] + "weight" in have:
             params[n] = torch.zeros_like(params[n])
-    module.load_parameters({n: t for n, t in params.items() if n in have}, strict=False)
+    if shared:
+        # one small (d, d) Linear applied to every head's slice: the checks still compare with the
+        # contract's model (so this never passes), and the mutants use the block-diagonal weights it
+        # amounts to, so the module's other mistakes are named
+        params.fingerprint = dict(params)
+        for n in shared:
+            d = have[n][0]
+            given[n] = params[n][:d, :d].clone() if n.endswith(".weight") else params[n][:d].clone()
+            reps = shapes[n][0] // d
+            params.fingerprint[n] = (torch.block_diag(*[given[n]] * reps) if n.endswith(".weight")
+                                     else given[n].repeat(reps))
+        names = sorted({n.split(".")[0] for n in shared if n.endswith(".weight")})
+        params.deviation = (f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} one small Linear(d_k, d_k) "
+                            "shared by every head and applied after the split, not a Linear(d_model, d_model) over "
+                            "all the features")
+    module.load_parameters({n: t for n, t in given.items() if n in have}, strict=False)
     return params
+
+
+class Params(dict):
+    """Parameters for the reference, from load_lenient. `fingerprint`: the parameters the mutants use
+    when the module's own layout differs from the contract's (None: these), and `deviation`: that
+    layout in words (a catalogue has no id for it: never a pass, but the mistakes beside it are named)."""
+    fingerprint: dict | None = None
+    deviation: str | None = None
+
+
+def fingerprint_params(params) -> dict:
+    return getattr(params, "fingerprint", None) or params
+
+
+def layout_deviations(params) -> list[Variant]:
+    deviation = getattr(params, "deviation", None)
+    return [Variant.of(None, deviation)] if deviation else []
+
+
+def _shared_per_head(have, want, name, all_have) -> bool:
+    """A (d, d) weight (or (d,) bias) where (D, D) (or (D,)) is expected, d dividing D: a projection
+    shared by every head and applied after the split (published code does this)."""
+    if name.endswith(".bias"):
+        w = all_have.get(name[:-len("bias")] + "weight")
+        return w is not None and len(have) == 1 and len(want) == 1 and tuple(w) == (have[0], have[0]) \
+            and have[0] < want[0] and want[0] % have[0] == 0
+    return len(have) == 2 and len(want) == 2 and want[0] == want[1] and have[0] == have[1] \
+        and have[0] < want[0] and want[0] % have[0] == 0
 
 
 def reference_output(cls, init_args, params, *inputs, mask_kw="mask", mask=None, train=False):
     """Run the reference class in float64 with the given (float32) parameters."""
     import torch
-    torch.manual_seed(0)
-    module = cls(*init_args).double()
-    module.train(train)
-    with torch.no_grad():
-        own = dict(module.named_parameters())
-        for name, value in params.items():
-            own[name].copy_(value.double())
-        kwargs = {} if mask is None else {mask_kw: mask}
-        return module(*(x.double() for x in inputs), **kwargs)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)   # tiny tensors: a thread pool only waits (see compare._try)
+    try:
+        torch.manual_seed(0)
+        module = cls(*init_args).double()
+        module.train(train)
+        with torch.no_grad():
+            own = dict(module.named_parameters())
+            for name, value in params.items():
+                own[name].copy_(value.double())
+            kwargs = {} if mask is None else {mask_kw: mask}
+            return module(*(x.double() for x in inputs), **kwargs)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def all_of(*checks):
     """Run every check (thunks), even after one fails, and fail once with everything they found:
-    a check that stopped at its first failure would hide a second mistake."""
-    failures = []
+    a check that stopped at its first failure (or at an exception of the student's code) would
+    hide a second mistake. Only exceptions, and nothing recognised: the first exception."""
+    failures, errors = [], []
     for check in checks:
         try:
             check()
         except Mismatch as err:
             failures.append(err)
+        except StudentError as err:
+            errors.append(err)
+    if errors and not any(err.found for err in failures):
+        raise errors[0]
     if failures:
         found = [f for err in failures for f in err.found]
-        raise Mismatch("\n".join(dict.fromkeys(err.line for err in failures)), found=found)
+        lines = [f"the code raised {err.describe()}" for err in errors[:1]] + [err.line for err in failures]
+        raise Mismatch("\n".join(dict.fromkeys(lines)), found=found, extra=[e for err in failures for e in err.extra])
+
+
+def reversed_shape_error(err: StudentError, shape) -> bool:
+    """The student's exception names the array's shape reversed: `.T` on a batched array."""
+    if len(shape) <= 2:
+        return False
+    rev = tuple(shape)[::-1]
+    return any(text in err.message for text in (str(rev), "(" + ",".join(map(str, rev)) + ")",
+                                                 "[" + ", ".join(map(str, rev)) + "]"))
 
 
 def transposed_error(q_shape, k_shape):
@@ -233,10 +319,12 @@ def transposed_error(q_shape, k_shape):
     return None
 
 
-def expect_module(call_with, mask, check, *, call: str, shapes=None):
+def expect_module(call_with, mask, check, *, call: str, shapes=None, allow_all=None):
     """Run `check(got, mask)` on call_with(mask); for an integer 0/1 mask, a module that answers
     differently with the same mask as booleans (or raises only with the integers) has mask-int-invert,
-    and the answer with booleans is diagnosed for the rest."""
+    and the answer with booleans is diagnosed for the rest. A module that raises without a mask is
+    called once more with `allow_all` (a mask that allows every key), to name its other mistakes:
+    the check fails all the same."""
     import torch
     try:
         got = call_with(mask)
@@ -249,6 +337,18 @@ def expect_module(call_with, mask, check, *, call: str, shapes=None):
         raise Mismatch(f"{call} raised {failure.type}: {failure.message}", found=[(
             "batched-transpose", f"`.T` on the batched keys of shape {tuple(shapes[1])} reverses every axis "
             "instead of swapping the last two")]) from None
+    if mask is None and allow_all is not None and isinstance(failure, StudentError):
+        no_mask = "the module raises when it is called without a mask; mask=None must mean that every key may be read"
+        line = f"{call} raised {failure.type}: {failure.message}\nAlso, {no_mask}."
+        try:
+            check(call_with(allow_all), None)
+        except Mismatch as other:
+            raise Mismatch(f"{line}\nWith a mask that allows every key instead: {other.line}", found=other.found,
+                           extra=[no_mask] + other.extra) from None
+        except StudentError:
+            pass
+        else:
+            raise Mismatch(line, extra=[no_mask]) from None
     if mask is None or torch.as_tensor(mask).dtype == torch.bool or torch.as_tensor(mask).is_floating_point():
         raise failure
     as_bool = torch.as_tensor(mask).bool()
@@ -256,20 +356,43 @@ def expect_module(call_with, mask, check, *, call: str, shapes=None):
         got_bool = call_with(as_bool)
     except (Mismatch, StudentError):
         raise failure from None
-    if isinstance(failure, Mismatch):
-        got_int = call_with(mask)
-        if isinstance(got_int, torch.Tensor) and isinstance(got_bool, torch.Tensor) \
-                and got_int.shape == got_bool.shape and torch.allclose(got_int, got_bool, equal_nan=True):
-            raise failure
+    if isinstance(failure, Mismatch) and _same_answer(call_with(mask), got_bool):
+        raise failure
     found = [("mask-int-invert", "the same mask as booleans gives another answer than as 0/1 integers "
               + ("(with the integers the call raised: " + failure.message.splitlines()[0] + ")"
                  if isinstance(failure, StudentError) else "(`~1 == -2` and `~0 == -1`)"))]
+    extra = []
     try:
         check(got_bool, as_bool)
     except Mismatch as other:
-        found += other.found
+        found, extra = found + other.found, other.extra
     line = failure.line if isinstance(failure, Mismatch) else f"{call} raised {failure.type}: {failure.message}"
-    raise Mismatch(line, found=found)
+    raise Mismatch(line, found=found, extra=extra)
+
+
+def module_output(got, call: str, *, lenient: bool = False):
+    """The tensor a module returned. A tuple whose first item is a tensor (output, weights): wrong-type,
+    or, lenient (probes that only add names), its first item."""
+    import torch
+    if isinstance(got, (tuple, list)) and got and isinstance(got[0], torch.Tensor):
+        if lenient:
+            return got[0]
+        raise Mismatch(f"{call} returned a {type(got).__name__} of {len(got)} items; expected one torch.Tensor",
+                       found=[("wrong-type", "it returns a tuple whose first item is the output; return the output "
+                               "alone")])
+    try:
+        return torch.as_tensor(got)
+    except Exception:
+        raise Mismatch(f"{call} returned a {type(got).__name__}; expected a torch.Tensor", mistake="wrong-type") from None
+
+
+def _same_answer(a, b) -> bool:
+    """Two answers are equal: tensors of one shape (NaN equal to NaN), or tuples/lists of such."""
+    import torch
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same_answer(x, y) for x, y in zip(a, b))
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
+        and torch.allclose(a, b, equal_nan=True)
 
 
 def expect_tensor(got, expected, *, call: str, mutants=None, signs=None, inputs=(), blocked=None,

@@ -6,7 +6,7 @@ imported once per job, not once per student. With `out_dir`, each student gets
 student's name can collide with a class-level file), written atomically after that student
 is graded, plus a `fingerprint` of the files graded; a restarted run skips students whose
 fingerprint still matches, so a killed run loses nothing and repeats nothing. `grades.csv`
-is rewritten at the end from every results.json present.
+and `class-report.html` (class_report.py) are rewritten at the end from every results.json present.
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def fingerprint(notebooks: dict[str, Path]) -> str:
 
 def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None, time_limit: float = 10.0,
                memory_limit: float = 2.0, out_dir: Path | None = None, show=print,
-               progress: bool = False, allow_unsandboxed: bool = False) -> dict[str, dict]:
+               progress: bool = False, allow_unsandboxed: bool = False, brief: bool = False) -> dict[str, dict]:
     memory_bytes = int(memory_limit * 1024 ** 3)
     results: dict[str, dict] = {}
     todo = {}
@@ -91,7 +91,11 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
             _sandbox.close()
     else:
         import multiprocessing
-        ctx = multiprocessing.get_context("spawn")
+        # Jobs fork from a fork server that has already loaded what every job needs (see
+        # job_preload.py); a fork server, not a plain fork of this process, so no job inherits
+        # threads or open files of ours.
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["autograder.job_preload"])
         with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_job_init, initargs=(memory_bytes, allow_unsandboxed)) as pool:
             futures = [pool.submit(_grade_one, s, {k: str(v) for k, v in nbs.items()}, time_limit)
                        for s, nbs in todo.items()]
@@ -101,12 +105,18 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
     ordered = {s: results[s] for s in students}
     if out_dir is not None:
         write_atomic(out_dir / "grades.csv", grades_csv(ordered))
+        try:   # the grades are written already; a report that fails must not lose them
+            from .class_report import write_class_report   # matplotlib is imported only here
+            write_class_report(out_dir, ordered)
+        except Exception as exc:
+            show(terminal_safe(f"class-report.html was not written ({type(exc).__name__}: {exc}); "
+                 "grades.csv and every student's files are complete"))
     if progress:
         for student, result in ordered.items():
             show(f"{student:<24} {result['score']:g}/{result['max_score']:g}")
     else:
         for student, result in ordered.items():
-            show(summary(result, title=f"{student}"))
+            show(summary(result, title=f"{student}", detail=not brief))
     return ordered
 
 

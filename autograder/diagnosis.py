@@ -73,7 +73,8 @@ def note(entry: dict, exc: BaseException | None) -> None:
         tag = f"mistake:{mistake}"
         if tag not in entry["tags"]:
             entry["tags"].append(tag)
-    if found and all(m in CATALOGUE for m, _ in found):
+    extra = list(getattr(exc, "extra", None) or [])
+    if (found or extra) and all(m in CATALOGUE for m, _ in found):
         entry["_found"] = found
         line = getattr(exc, "line", None)
         if line is None:   # explain_failure's text: drop the catalogue paragraph, the summary has it
@@ -81,7 +82,10 @@ def note(entry: dict, exc: BaseException | None) -> None:
             for mistake, _ in found:
                 line = line.replace(describe(mistake), "")
             line = line.strip() or "this check failed"
+        for d in extra:    # said once, in the summary
+            line = line.replace(f"\nAlso, {d}.", "")
         entry["_line"] = line
+        entry["_extra"] = extra
 
 
 def _group(tests: list[dict]) -> dict[tuple[str, str], list[dict]]:
@@ -98,8 +102,9 @@ def _shape_free(text: str) -> str:
     return re.sub(r"\(\d+(, \d+)*\)|\d+", "#", text)
 
 
-def summary(lesson: str, exercise: str, found: list[tuple[str, str | None]]) -> str:
-    """The root causes of one exercise: one paragraph per mistake, and its fix."""
+def summary(lesson: str, exercise: str, found: list[tuple[str, str | None]], extra: list[str] = ()) -> str:
+    """The root causes of one exercise: one paragraph per mistake, and its fix; then what the code
+    does that the catalogue has no name for (extra), numbered after them."""
     merged: dict[str, list[str]] = {}
     for mistake, detail in found:
         details = merged.setdefault(mistake, [])
@@ -107,15 +112,23 @@ def summary(lesson: str, exercise: str, found: list[tuple[str, str | None]]) -> 
         if detail and _shape_free(detail) not in {_shape_free(d) for d in details}:
             details.append(detail)
     titles = [CATALOGUE[m].title for m in merged]
-    head = (f"Root cause in {exercise}: {titles[0]} [{next(iter(merged))}]." if len(merged) == 1 else
-            f"Root causes in {exercise} ({len(merged)} mistakes, fix each): "
-            + "; ".join(f"{t} [{m}]" for t, m in zip(titles, merged)) + ".")
+    if not merged:
+        head = f"Root cause in {exercise}: something the catalogue of common mistakes has no name for."
+    elif len(merged) == 1:
+        head = f"Root cause in {exercise}: {titles[0]} [{next(iter(merged))}]."
+    else:
+        head = (f"Root causes in {exercise} ({len(merged)} mistakes, fix each): "
+                + "; ".join(f"{t} [{m}]" for t, m in zip(titles, merged)) + ".")
+    if merged and extra:
+        head += " Also a change the catalogue has no name for (see below)."
     lines = [head]
     for i, (mistake, details) in enumerate(merged.items(), 1):
         explanation, hint = _text(mistake, lesson)
         where = f" In your code: {'; '.join(details)}." if details else ""
         lines.append(f"{i}. {CATALOGUE[mistake].title} ({mistake}).{where} {explanation}")
         lines.append(f"   Fix: {hint}")
+    for i, d in enumerate(dict.fromkeys(extra), len(merged) + 1):
+        lines.append(f"{i}. Not in the catalogue: {d}.")
     return "\n".join(lines)
 
 
@@ -124,22 +137,26 @@ def summarise(tests: list[dict]) -> None:
     for (lesson, exercise), entries in _group(tests).items():
         failed = [t for t in entries if t.get("status") != "passed"]
         found = [f for t in failed for f in t.get("_found", [])]
-        if found:
+        extra = list(dict.fromkeys(d for t in failed for d in t.get("_extra", [])))
+        if found or extra:
             order = list(dict.fromkeys(m for m, _ in found))     # the summary's numbering
+            n = len(order) + len(extra)
             first = True
             for t in failed:
                 if "_found" in t:
                     ids = list(dict.fromkeys(m for m, _ in t["_found"]))
-                    causes = " and ".join(f"mistake {order.index(m) + 1} above ({m})" for m in ids)
-                    body = f"{t['_line']}\nThis check fails because of {causes}."
+                    causes = [f"mistake {order.index(m) + 1} above ({m})" for m in ids]
+                    causes += [f"point {len(order) + extra.index(d) + 1} above" for d in t.get("_extra", [])]
+                    body = f"{t['_line']}\nThis check fails because of {' and '.join(causes)}."
                 else:
-                    body = (f"{t['output']}\n(This may follow from the mistake{'s' if len(order) > 1 else ''} "
-                            f"above; fix {'them' if len(order) > 1 else 'it'} first.)")
-                t["output"] = (summary(lesson, exercise, found) + "\n\n" + body) if first else body
+                    body = (f"{t['output']}\n(This may follow from the mistake{'s' if n > 1 else ''} "
+                            f"above; fix {'them' if n > 1 else 'it'} first.)")
+                t["output"] = (summary(lesson, exercise, found, extra) + "\n\n" + body) if first else body
                 first = False
         for t in entries:
             t.pop("_found", None)
             t.pop("_line", None)
+            t.pop("_extra", None)
 
 
 def split_summary(output: str) -> tuple[str | None, str]:

@@ -2,7 +2,8 @@
 
 `python -m autograder gradescope [--out FILE] [--lessons ID ...]` writes a zip that Gradescope
 unpacks into /autograder/source: this package with its checks, solutions/ (the reference),
-lessons/ (the released templates), a requirements file, `setup.sh` (run once, when the image
+lessons/ (the released templates), the course secret when there is one (`.course-secret`: the
+hidden grading inputs derive from it, see plugin.course_secret), a requirements file, `setup.sh` (run once, when the image
 is built) and `run_autograder` (run for every submission). run_autograder calls
 `python -m autograder.gradescope`, which grades the notebooks found in /autograder/submission
 and writes /autograder/results/results.json. Every path can be overridden (AUTOGRADER_ROOT,
@@ -94,6 +95,10 @@ def bundle_files(lessons: list[str]) -> dict[str, tuple[bytes, int]]:
             files[path.relative_to(ROOT).as_posix()] = (path.read_bytes(), 0o644)
     files["requirements.txt"] = (grading_requirements((ROOT / "requirements.txt").read_text()).encode(), 0o644)
     files["gradescope.json"] = (json.dumps({"lessons": lessons}, indent=1).encode() + b"\n", 0o644)
+    from .plugin import SECRET_FILE, course_secret
+    secret = course_secret()
+    if secret:   # grading's hidden inputs come from it (the student kit records the public ones)
+        files[SECRET_FILE] = (secret + b"\n", 0o600)
     files["setup.sh"] = (SETUP_SH.encode(), 0o755)
     files["run_autograder"] = (RUN_AUTOGRADER.encode(), 0o755)
     return files

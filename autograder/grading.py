@@ -93,6 +93,10 @@ def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tupl
         for sub in submissions.values():
             sub.close()
     notes.extend(f"autograder error (not the student's fault): {e}" for e in plugin.internal_errors)
+    for lesson_id, sub in submissions.items():   # a cell cut for its time (or memory) is named
+        for label in sorted(getattr(sub, "skip_cells", ())):
+            notes.append(f"{lesson_id}: {label}: {sub.cell_errors.get(label, 'was skipped')}; the cells after it "
+                         "still ran")
     for lesson_id, sub in submissions.items():   # the lesson's own locked cells must always run
         for cell in getattr(getattr(sub, "program", None), "cells", None) or []:
             if cell.kind == "setup" and cell.label in getattr(sub, "cell_errors", {}):

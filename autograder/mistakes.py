@@ -260,8 +260,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "even feature. Using the pair number i (or each feature's own index j, so the sine and cosine of a "
         "pair get different frequencies), or multiplying by 10000^(2i/d_model) instead of dividing, gives "
         "other frequencies.",
-        "Compute `two_i = torch.arange(0, d_model, 2)` and `angles = pos / 10000 ** (two_i / d_model)`; use "
-        "the same angles for the sine (even features) and the cosine (odd features).",
+        "Compute the angles p / 10000^(2i / d_model) with 2i = 0, 2, 4, ... (`torch.arange(0, d_model, 2)`), and "
+        "use the same angles for the sine (even features) and the cosine (odd features).",
         "the output equals the encoding with exponent i/d_model, j/d_model, or -2i/d_model"),
     Mistake(
         "missing-residual", "A sublayer replaces x instead of adding to it",

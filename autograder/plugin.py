@@ -4,13 +4,15 @@ Checks in autograder/checks/ are ordinary pytest tests: a module sets `LESSON`, 
 carries `@pytest.mark.exercise("<grade_id>", points=N)` and asks for the fixtures below:
   student    the student's objects for the module's lesson (see student.py)
   reference  the reference solution's namespace (see reference.py)
-  rng        a NumPy Generator seeded from the test's name (same inputs every run)
+  rng        a NumPy Generator seeded from the test's name (same inputs every run); with a
+             course secret (see course_secret), from the secret and the name: hidden inputs
 The plugin keeps only tests of the lessons being graded and records one Gradescope test
 entry per check, naming the mistake when the check recognised one.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import sys
 from pathlib import Path
@@ -53,10 +55,40 @@ def explain_failure(exc: BaseException, exercise: str) -> tuple[str, str | None,
     return f"the autograder failed on this check (not your fault; please report it): {exc!r}", None, True
 
 
+SECRET_FILE = ".course-secret"     # in the repository's root, git-ignored; see README (instructors)
+
+
+def secret_path() -> Path:
+    from .course import ROOT
+    return Path(os.environ.get("AUTOGRADER_SECRET_FILE") or ROOT / SECRET_FILE)
+
+
+def course_secret() -> bytes | None:
+    """The key hidden grading inputs derive from: $AUTOGRADER_SECRET, else the file
+    $AUTOGRADER_SECRET_FILE or <repository>/.course-secret (the Gradescope bundle carries it).
+    None without one (a self-learner's clone: public inputs, as the self-checks use), and always
+    in the student kit, whose recorded answers are for the public inputs only."""
+    from . import reference
+    if getattr(reference, "PUBLIC_INPUTS_ONLY", False):
+        return None
+    value = os.environ.get("AUTOGRADER_SECRET", "").strip()
+    if not value:
+        try:
+            value = secret_path().read_text(encoding="utf-8").strip()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+    return value.encode() or None
+
+
+_COURSE_SECRET = object()
+
+
 class GradingPlugin:
-    def __init__(self, submissions: dict, exercises: dict[str, set[str]] | None = None):
+    def __init__(self, submissions: dict, exercises: dict[str, set[str]] | None = None,
+                 secret: bytes | None | object = _COURSE_SECRET):
         self.submissions = submissions        # lesson_id -> Submission / LocalSubmission
         self.exercises = exercises            # lesson_id -> grade_ids to keep (None: all)
+        self.secret = course_secret() if secret is _COURSE_SECRET else secret   # None: public inputs
         self.results: list[dict] = []
         self.internal_errors: list[str] = []
         self.sandbox_broken = False           # the worker itself failed: grade_student regrades
@@ -77,7 +109,9 @@ class GradingPlugin:
 
     @pytest.fixture
     def rng(self, request):
-        digest = hashlib.sha256(request.node.nodeid.split("::")[-1].encode()).digest()
+        name = request.node.nodeid.split("::")[-1].encode()
+        digest = (hmac.new(self.secret, name, hashlib.sha256).digest() if self.secret
+                  else hashlib.sha256(name).digest())
         return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
     # -- collection --------------------------------------------------------------------
@@ -131,6 +165,23 @@ class GradingPlugin:
         self.results.append(entry)
 
 
+class PlainFailureReports:
+    """A failed check's report without pytest's traceback rendering. Nobody reads that text here
+    (explain_failure() writes what the student sees), and building it walks and filters the whole
+    traceback of every failure: ~0.1 s per student with many failing checks."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        from _pytest.outcomes import skip
+        from _pytest.reports import TestReport
+        if call.excinfo is not None and isinstance(call.excinfo.value, (skip.Exception, BaseExceptionGroup)):
+            return None                                       # pytest's own handling
+        outcome = "passed" if call.excinfo is None else "failed"
+        longrepr = None if call.excinfo is None else f"{call.excinfo.typename}: {call.excinfo.value}"
+        return TestReport(item.nodeid, item.location, {}, outcome, longrepr, call.when, (),
+                          call.duration, call.start, call.stop, item.user_properties)
+
+
 def run_checks(plugin: GradingPlugin, lessons: list[str]) -> GradingPlugin:
     """Run the check modules of `lessons` through pytest with `plugin` attached."""
     paths = [str(CHECKS / f"test_{lesson}.py") for lesson in lessons if (CHECKS / f"test_{lesson}.py").exists()]
@@ -141,14 +192,18 @@ def run_checks(plugin: GradingPlugin, lessons: list[str]) -> GradingPlugin:
                     "-p", "no:warnings", "-p", "no:legacypath", "--capture=no",
             # these two run gc.collect() five times per session to find unraisable exceptions,
             # which with torch loaded costs ~0.9 s per student and reports nothing we use
-            "-p", "no:unraisableexception", "-p", "no:threadexception"]
+            "-p", "no:unraisableexception", "-p", "no:threadexception",
+            # per-test and per-session work for features the checks never use
+            "-p", "no:logging", "-p", "no:doctest", "-p", "no:junitxml", "-p", "no:pastebin",
+            "-p", "no:stepwise", "-p", "no:nose", "-p", "no:tmpdir", "-p", "no:monkeypatch",
+            "-p", "no:recwarn", "-p", "no:setuponly", "-p", "no:setupplan", "-p", "no:debugging"]
     old_dont_write = sys.dont_write_bytecode
     code = pytest.ExitCode.OK
     try:
         with open(os.devnull, "w") as quiet:
             stdout, sys.stdout = sys.stdout, quiet
             try:
-                code = pytest.main(args, plugins=[plugin])
+                code = pytest.main(args, plugins=[plugin, PlainFailureReports()])
             finally:
                 sys.stdout = stdout
     finally:

@@ -16,6 +16,11 @@ from nbgrader.preprocessors import (CheckCellMetadata, ClearHiddenTests, ClearMa
 
 from .course import LESSONS, available_lessons
 
+# lessons/nbgrader_config.py (the same text as the repository's own): nbgrader warns "No
+# nbgrader_config.py file found" wherever Jupyter starts without one, and students should not see it
+NBGRADER_CONFIG = (Path(__file__).resolve().parent.parent / "nbgrader_config.py").read_text(encoding="utf-8") \
+    if (Path(__file__).resolve().parent.parent / "nbgrader_config.py").exists() else "c = get_config()  # noqa: F821\n"
+
 PIPELINE = (CheckCellMetadata, LockCells, ClearSolutions, ClearOutput, ClearHiddenTests,
             ClearMarkScheme, ComputeChecksums, CheckCellMetadata)
 
@@ -43,6 +48,9 @@ def release(out_dir: Path = LESSONS) -> list[Path]:
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(target)  # atomic: a reader never sees half a notebook
         written.append(target)
+    config = out_dir / "nbgrader_config.py"
+    config.write_text(NBGRADER_CONFIG, encoding="utf-8")
+    written.append(config)
     return written
 
 

@@ -60,7 +60,10 @@ def _pts(x: float) -> str:
     return f"{x:g}"
 
 
-def summary(results: dict, title: str | None = None) -> str:
+def summary(results: dict, title: str | None = None, *, detail: bool = False) -> str:
+    """Per exercise, points and a short reason; with `detail`, each exercise that lost points is
+    followed by the text its self-check cell shows (root cause, named mistakes, the fix, and
+    what each failing check saw)."""
     lines = []
     if title:
         lines.append(title)
@@ -70,6 +73,12 @@ def summary(results: dict, title: str | None = None) -> str:
             current = lesson
             lines.append(f"  {lesson}")
         lines.append(f"    {exercise:<30} {_pts(entry['score']):>4}/{_pts(entry['max']):<4} {reason(entry)}")
+        if detail and entry["failed"]:
+            from .selfcheck import verdict
+            tests = [t for t in results.get("tests", [])
+                     if f"lesson:{lesson}" in t.get("tags", ()) and f"exercise:{exercise}" in t.get("tags", ())]
+            lines.extend("        " + ln if ln else "" for ln in verdict(exercise, tests).splitlines()[1:])
+            lines.append("")
     for note in results.get("output", "").splitlines():
         lines.append(f"  note: {note}")
     lines.append(f"  total {_pts(results['score'])}/{_pts(results['max_score'])}")

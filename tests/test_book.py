@@ -10,9 +10,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import os
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -24,6 +22,7 @@ import pytest
 from autograder import book
 from autograder.course import COURSE
 from conftest import ROOT
+from support.chromium import chromium
 
 BUILD = ROOT / "book" / "_build"
 OUTPUT = {"student": BUILD / "html", "instructor": BUILD / "instructor" / "_build" / "html"}
@@ -31,7 +30,6 @@ OUTPUT = {"student": BUILD / "html", "instructor": BUILD / "instructor" / "_buil
 COMMAND = {"student": ["jupyter-book", "build", "book/", "--all", "-W"],
            "instructor": ["jupyter-book", "build", "book/", "--all", "-W", "--config", "book/_config_instructor.yml",
                           "--path-output", "book/_build/instructor"]}
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 PAGES = ["intro", "mistakes", "genindex", "search"] + [f"lessons/{lid}" for lid in COURSE]
 
 pytestmark = pytest.mark.slow
@@ -135,31 +133,8 @@ def test_page_generation_strips_solutions_but_keeps_figures(tmp_path):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    if not (CHROMIUM and CHROMEDRIVER):
-        reason = ("Debian's chromium and chromium-driver are not installed "
-                  "(apt-get install -y chromium chromium-driver; .ci/run does this)")
-        if os.environ.get("COURSE_REQUIRE_BROWSER") == "1":
-            pytest.fail(reason + ", and COURSE_REQUIRE_BROWSER=1 forbids skipping")
-        pytest.skip(reason)
-    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must never fetch a browser or driver
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}", "--window-size=1280,900"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    # record uncaught errors and rejected promises from the very first script on each page
-    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
-        window.__errors = [];
-        addEventListener('error', e => window.__errors.push(String(e.message || e.type)), true);
-        addEventListener('unhandledrejection', e => window.__errors.push('unhandled: ' + e.reason));"""})
-    yield driver
-    driver.quit()
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as driver:
+        yield driver
 
 
 @pytest.fixture(scope="module")

@@ -48,3 +48,24 @@ def test_broken_notebook_is_a_graded_result_not_a_crash(tmp_path):
     results = json.loads(out.read_text())
     assert results["score"] == 0 and results["max_score"] > 0
     assert all("not valid JSON" in t["output"] for t in results["tests"])
+
+
+def test_one_notebook_shows_the_whole_diagnosis_and_brief_one_line_per_exercise(tmp_path):
+    """Where the student looks: the terminal shows the self-check's text for each exercise that
+    lost points (root cause, mistake, fix, the failing checks), never one truncated line; --brief
+    keeps one line per exercise."""
+    from autograder import accuracy
+    entry = next(e for e in accuracy.load() if e.name == "wrong_05_seed000_fill_minus_1e9")
+    path = tmp_path / "05_multi_head_attention.ipynb"
+    path.write_text(accuracy.notebook_for(entry))
+    full = run_cli("grade", path)
+    assert full.returncode == 0, full.stderr
+    for expected in ("Root cause in MultiHeadAttention", "masked-row-leak", "Fix: Fill with -inf",
+                     "FAILED  MultiHeadAttention honours a causal (T, T) mask", "passed  MultiHeadAttention matches"):
+        assert expected in full.stdout, full.stdout
+    assert full.stdout.count("Fix: Fill with -inf") == 1, full.stdout     # no paragraph twice
+    brief = run_cli("grade", path, "--brief")
+    assert brief.returncode == 0, brief.stderr
+    assert "FAILED" not in brief.stdout and "Fix:" not in brief.stdout
+    exercise_lines = [ln for ln in brief.stdout.splitlines() if ln.startswith("    ")]
+    assert len(exercise_lines) == 3, brief.stdout          # split_heads, merge_heads, MultiHeadAttention

@@ -143,3 +143,44 @@ def test_lesson_01_feedback_has_no_heads():
 def test_every_mistake_has_its_page_text(mistake):
     m = CATALOGUE[mistake]
     assert m.title and m.explanation and m.hint and m.recognised_by
+
+
+def test_an_uncatalogued_deviation_is_reported_never_passes_and_does_not_hide_others():
+    """A variant with no catalogue id (published code: a ReLU, a LayerNorm inside the module) lets the
+    mistakes beside it be named; an answer it explains fails even a check about other mistakes."""
+    q, k, v = qkv(3)
+    mask = np.ones((2, 4, 5), dtype=bool)
+    mask[0, 2] = False
+    rows = blocked_rows(mask, (2, 4, 5))
+
+    def run(double=False, **kw):
+        out = mutants.np_attention(q, k, v, mask, **kw)[0]
+        return out * 2 + 1 if double else out
+
+    fp = Fingerprints(run, [Variant.of(None, "every output is doubled plus one", double=True),
+                            Variant.of("masked-row-leak", None, fill="-1e9")])
+    expected = run()
+    with pytest.raises(Mismatch) as err:
+        expect_array(run(double=True), expected, call="attention", mutants=fp, blocked=rows, about=MASK_MISTAKES)
+    assert err.value.found == [] and err.value.extra == ["every output is doubled plus one"]
+    assert "Also, every output is doubled plus one." in str(err.value)
+    with pytest.raises(Mismatch) as err:
+        expect_array(run(double=True, fill="-1e9"), expected, call="attention", mutants=fp, blocked=rows,
+                     about=MASK_MISTAKES)
+    assert named(err) == {"masked-row-leak"} and err.value.extra == ["every output is doubled plus one"]
+
+
+def test_uncatalogued_deviations_are_said_once_in_the_summary():
+    extra = "there is a ReLU after every projection (w_o included), which the module must not have"
+    tests = []
+    for found in ([("masked-row-leak", None)], []):
+        exc = Mismatch("differs" + f"\nAlso, {extra}.", found=found, extra=[extra])
+        entry = {"name": "05: check", "score": 0.0, "max_score": 1.0, "status": "failed", "output": str(exc),
+                 "tags": ["lesson:05_multi_head_attention", "exercise:MultiHeadAttention"]}
+        diagnosis.note(entry, exc)
+        tests.append(entry)
+    diagnosis.summarise(tests)
+    assert "2. Not in the catalogue: there is a ReLU" in tests[0]["output"]
+    assert tests[0]["output"].endswith("This check fails because of mistake 1 above (masked-row-leak) and point 2 above.")
+    assert tests[1]["output"] == "differs\nThis check fails because of point 2 above."
+    assert sum(t["output"].count("after every projection") for t in tests) == 1

@@ -20,7 +20,7 @@ def test_release_is_deterministic(tmp_path):
     first = {p.name: p.read_bytes() for p in release.release(tmp_path / "a")}
     second = {p.name: p.read_bytes() for p in release.release(tmp_path / "b")}
     assert first == second
-    assert first == {p.name: p.read_bytes() for p in sorted(LESSONS.glob("*.ipynb"))}
+    assert first == {p.name: p.read_bytes() for p in [*sorted(LESSONS.glob("*.ipynb")), LESSONS / "nbgrader_config.py"]}
 
 
 def test_release_command_rewrites_nothing_when_in_sync():
@@ -54,3 +54,18 @@ def test_every_stub_is_followed_by_its_self_check(lesson):
             nxt = meta[i + 1]
             assert nxt.get("grade") and nxt.get("grade_id") == f"check_{m['grade_id']}"
             assert nxt.get("points", 0) > 0
+
+
+@pytest.mark.parametrize("where", [".", "lessons"])
+def test_students_see_no_missing_nbgrader_config_warning(where):
+    """Jupyter started in the repository or in lessons/ loads nbgrader's apps (Validate, the
+    assignment list): without an nbgrader_config.py beside them each warns that none was found."""
+    import subprocess
+    import sys
+    from autograder.course import ROOT
+    assert (LESSONS / "nbgrader_config.py").read_text() == (ROOT / "nbgrader_config.py").read_text()
+    run = subprocess.run([sys.executable, "-m", "nbgrader", "list"], cwd=ROOT / where,
+                         capture_output=True, text=True, timeout=120)
+    output = run.stdout + run.stderr
+    assert "[ListApp" in output, output          # nbgrader ran and logged
+    assert "No nbgrader_config.py file found" not in output, output

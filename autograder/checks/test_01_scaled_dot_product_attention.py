@@ -2,8 +2,9 @@
 import numpy as np
 
 from autograder import mutants
-from autograder.checking import (Fingerprints, Variant, call_attention, describe_shape, exercise, expect_array,
-                                 expect_attention)
+from autograder.checking import (Fingerprints, Mismatch, Variant, all_of, call_attention, describe_shape, exercise,
+                                 expect_array, expect_attention, reversed_shape_error)
+from autograder.sandbox import StudentError
 
 LESSON = "01_scaled_dot_product_attention"
 
@@ -32,15 +33,28 @@ def softmax_mutants(x, axis=-1):
     return Fingerprints(run, found)
 
 
+def call_softmax(student, x, **kw):
+    """The student's softmax; an exception naming x's shape reversed comes from `.T` on a batched array."""
+    try:
+        return student.softmax(x, **kw)
+    except StudentError as err:
+        if reversed_shape_error(err, x.shape):
+            raise Mismatch(f"softmax(x) with x {describe_shape(x)} raised {err.type}: {err.message}", found=[(
+                "batched-transpose", f"`.T` turns x of shape {x.shape} into {x.shape[::-1]}: it reverses every "
+                "axis instead of the last two")]) from None
+        raise
+
+
 @exercise("softmax", points=1)
 def test_softmax_matches_reference_on_last_axis(student, reference, rng):
     """softmax matches the reference on random shapes (last axis)"""
-    for shape in [(5,), (3, 7), (2, 4, 6), (2, 3, 4, 5)]:
-        for dtype in (np.float64, np.float32):
-            x = (rng.standard_normal(shape) * 3).astype(dtype)
-            expect_array(student.softmax(x), reference.softmax(x),
-                         call=f"softmax(x) with x {describe_shape(x)}", mutants=softmax_mutants(x, -1),
-                         inputs=(x,))
+    def check(x):
+        expect_array(call_softmax(student, x), reference.softmax(x),
+                     call=f"softmax(x) with x {describe_shape(x)}", mutants=softmax_mutants(x, -1), inputs=(x,))
+
+    # every shape is tried, so that a failure on one does not hide a mistake shown by another
+    all_of(*[lambda x=(rng.standard_normal(shape) * 3).astype(dtype): check(x)
+             for shape in [(5,), (3, 7), (2, 4, 6), (2, 3, 4, 5)] for dtype in (np.float64, np.float32)])
 
 
 @exercise("softmax", points=1)
@@ -109,4 +123,5 @@ def test_attention_float32(student, reference, rng):
 def test_attention_large_scores(student, reference, rng):
     """attention stays finite when scores are large enough to overflow exp()"""
     q, k, v = qkv(rng, (2,), 4, 5, 4, 3, scale=40.0)   # scores ~ 40*40*2/2 = 1.6e3
-    check_attention(student, reference, q, k, v)
+    one = qkv(rng, (), 4, 5, 4, 3, scale=40.0)         # one sequence too: a batched-only failure hides nothing
+    all_of(lambda: check_attention(student, reference, q, k, v), lambda: check_attention(student, reference, *one))

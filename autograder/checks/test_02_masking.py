@@ -2,7 +2,7 @@
 import numpy as np
 
 from autograder import mutants
-from autograder.checking import MASK_MISTAKES, Mismatch, call_attention, describe_shape, exercise, expect_array, expect_attention
+from autograder.checking import MASK_MISTAKES, Mismatch, all_of, call_attention, describe_shape, exercise, expect_array, expect_attention
 from autograder.sandbox import StudentError
 
 LESSON = "02_masking"
@@ -23,22 +23,23 @@ def as_bool_values(got):
 
 
 @exercise("causal_mask", points=2)
-def test_causal_mask_values(student, reference):
+def test_causal_mask_values(student, reference, rng):
     """causal_mask(n) is True exactly where key j <= query i"""
-    for n in (1, 2, 5, 9):
+    for n in (1, 2, *(int(m) for m in rng.choice(np.arange(3, 13), 2, replace=False))):   # hidden sizes with a secret
         got = as_bool_values(student.causal_mask(n))
         expect_array(got, reference.causal_mask(n), call=f"causal_mask({n})", mutants=causal_mutants(n))
 
 
 @exercise("causal_mask", points=1)
-def test_causal_mask_is_boolean(student):
+def test_causal_mask_is_boolean(student, rng):
     """causal_mask returns a boolean array of shape (n, n)"""
-    got = student.causal_mask(4)
-    if not isinstance(got, np.ndarray) or got.dtype != np.bool_ or got.shape != (4, 4):
+    n = int(rng.integers(3, 9))
+    got = student.causal_mask(n)
+    if not isinstance(got, np.ndarray) or got.dtype != np.bool_ or got.shape != (n, n):
         what = (f"an array of dtype {got.dtype} and shape {got.shape}" if isinstance(got, np.ndarray)
                 else f"a {type(got).__name__}")
         shape_only = isinstance(got, np.ndarray) and got.dtype == np.bool_   # the dtype is right
-        raise Mismatch(f"causal_mask(4) returned {what}; expected a bool array of shape (4, 4) "
+        raise Mismatch(f"causal_mask({n}) returned {what}; expected a bool array of shape ({n}, {n}) "
                        f"(for example np.tril(np.ones((n, n), dtype=bool)))",
                        mistake="wrong-shape" if shape_only else "wrong-type")
 
@@ -49,9 +50,12 @@ def padding_mutants(lengths, max_len):
 
 
 @exercise("padding_mask", points=2)
-def test_padding_mask_values(student, reference):
+def test_padding_mask_values(student, reference, rng):
     """padding_mask marks keys j < lengths[b], shape (batch, 1, max_len)"""
-    for lengths, max_len in [([3, 1, 4], 4), ([2], 5), ([0, 5, 2], 5), ([6, 6], 6)]:
+    a, b = (int(m) for m in rng.choice(np.arange(4, 9), 2, replace=False))      # hidden sizes with a secret
+    cases = [(list(rng.integers(1, a + 1, 3)), a), ([int(rng.integers(1, b))], b),
+             ([0, b, int(rng.integers(1, b))], b), ([a, a], a)]        # an empty and a full sequence too
+    for lengths, max_len in cases:
         lengths = np.array(lengths)
         got = as_bool_values(student.padding_mask(lengths, max_len))
         expected = reference.padding_mask(lengths, max_len)
@@ -62,14 +66,17 @@ def test_padding_mask_values(student, reference):
 
 
 @exercise("padding_mask", points=1)
-def test_padding_mask_accepts_lists(student, reference):
+def test_padding_mask_accepts_lists(student, reference, rng):
     """padding_mask accepts lengths as a list and returns a bool array"""
-    got = student.padding_mask([2, 3], 3)
+    max_len = int(rng.integers(3, 7))
+    lengths = [int(n) for n in rng.integers(1, max_len + 1, 2)]          # a plain list of ints
+    call = f"padding_mask({lengths}, {max_len})"
+    got = student.padding_mask(lengths, max_len)
     if not isinstance(got, np.ndarray) or got.dtype != np.bool_:
         what = f"dtype {got.dtype}" if isinstance(got, np.ndarray) else f"a {type(got).__name__}"
-        raise Mismatch(f"padding_mask([2, 3], 3) returned {what}; expected a bool array", mistake="wrong-type")
-    expect_array(got, reference.padding_mask(np.array([2, 3]), 3), call="padding_mask([2, 3], 3)",
-                 mutants=padding_mutants(np.array([2, 3]), 3))
+        raise Mismatch(f"{call} returned {what}; expected a bool array", mistake="wrong-type")
+    expect_array(got, reference.padding_mask(np.array(lengths), max_len), call=call,
+                 mutants=padding_mutants(np.array(lengths), max_len))
 
 
 # ------------------------------------------------------------------ attention with masks
@@ -159,7 +166,9 @@ def test_masked_attention_fully_blocked_rows(student, reference, rng):
     mask[0, 1, :] = False          # query 1 of batch 0 may read nothing
     mask[1, 3, :] = False          # query 3 of batch 1 may read nothing
     mask[1, 0, 2:] = False
-    check_masked(student, reference, q, k, v, mask, "a mask that blocks two rows entirely")
+    one = qkv(rng, (), 4, 5, 4, 3)                      # one sequence too: a batched-only failure hides nothing
+    all_of(lambda: check_masked(student, reference, q, k, v, mask, "a mask that blocks two rows entirely"),
+           lambda: check_masked(student, reference, *one, mask[0], "a (4, 5) mask that blocks row 1 entirely"))
 
 
 @exercise("scaled_dot_product_attention", points=1)

@@ -2,7 +2,7 @@
 import torch
 
 from autograder import mutants
-from autograder.checking import (MASK_MISTAKES, Fingerprints, Variant, exercise, expect_module, expect_parameters, load_lenient, expect_tensor, linear_shapes,
+from autograder.checking import (ALWAYS_CAUSAL, MASK_MISTAKES, Fingerprints, Variant, exercise, expect_module, expect_parameters, load_lenient, expect_tensor, linear_shapes,
                                  mask_variants, random_parameters, reference_output, scale_variants)
 
 LESSON = "03_self_attention_head"
@@ -14,18 +14,25 @@ def head_mutants(p, x, mask):
     p64 = {k: v.double() for k, v in p.items()}
     d_model, d_k = x.shape[-1], p["w_q.weight"].shape[0]
 
-    def run(k_from="w_k", v_from="w_v", **kw):
+    def run(k_from="w_k", v_from="w_v", extra=None, **kw):
         q = mutants.linear(x64, p64, "w_q")
         k = mutants.linear(x64, p64, k_from)
         v = mutants.linear(x64, p64, v_from)
-        return mutants.torch_attention(q, k, v, mask, **kw)[0]
+        m = mask
+        if extra == "causal":   # a `tril` buffer applied whatever mask is given
+            m = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+            m = m if mask is None else m & torch.as_tensor(mask).bool()
+        return mutants.torch_attention(q, k, v, m, **kw)[0]
 
     found = scale_variants(d_k, [("d_model", d_model)]) + [
         Variant.of("kv-reuse-query-projection", "the keys are computed with w_q instead of w_k", k_from="w_q"),
         Variant.of("kv-reuse-query-projection", "the values are computed with w_q instead of w_v", v_from="w_q"),
         Variant.of("batched-transpose", "`.T` on the batched keys reverses every axis instead of swapping the "
-                   "last two", transpose="T")]
-    return Fingerprints(run, found + mask_variants(mask, module=True))
+                   "last two", transpose="T"),
+        Variant.of("softmax-wrong-axis", "the softmax normalises over the batch (dim 0), not the keys: "
+                   "nn.Softmax() with no dim picks dim 0 of a 3-D tensor", axis=0),
+        Variant.of("softmax-wrong-axis", "the softmax normalises over the queries (dim -2), not the keys", axis=-2)]
+    return Fingerprints(run, found + mask_variants(mask, module=True) + [ALWAYS_CAUSAL])
 
 
 def check_head(student, reference, rng, batch, t, d_model, d_k, mask=None, what="no mask"):
@@ -45,7 +52,7 @@ def check_head(student, reference, rng, batch, t, d_model, d_k, mask=None, what=
                       blocked_what="zero", about=None if m is None else MASK_MISTAKES)
 
     expect_module(lambda m: head(x) if m is None else head(x, m), mask, check, call=call,
-                  shapes=((batch, t, d_k), (batch, t, d_k)))
+                  shapes=((batch, t, d_k), (batch, t, d_k)), allow_all=torch.ones(t, t, dtype=torch.bool))
 
 
 @exercise("SelfAttentionHead", points=1)

@@ -4,8 +4,9 @@ import torch
 
 from autograder import mutants
 from autograder.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
-                                 expect_tensor, linear_shapes, mask_variants, random_parameters, reference_output,
-                                 scale_variants)
+                                 expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
+                                 random_parameters,
+                                 reference_output, scale_variants)
 from autograder.sandbox import StudentError
 
 LESSON = "05_multi_head_attention"
@@ -49,8 +50,19 @@ def test_merge_heads_inverts_split_heads(student, reference, rng):
 
 # ------------------------------------------------------------------------ the module
 
-def mha_mutants(p, q, k, v, mask, h):
-    p64 = {n: t.double() for n, t in p.items()}
+def no_output_projection(module):
+    """The thunk for Fingerprints(given=...): a module with no w_o parameter at all returns the merged
+    heads (asked only when an answer differs)."""
+    def given():
+        if module is None or any(n.startswith("w_o.") for n in module.parameters()):
+            return []
+        return [Variant.of("missing-output-projection", "the module has no w_o: the merged heads are returned "
+                           "as they are", out_proj=False)]
+    return given
+
+
+def mha_mutants(p, q, k, v, mask, h, module=None):
+    p64 = {n: t.double() for n, t in fingerprint_params(p).items()}
     args = (p64, q.double(), k.double(), v.double(), mask)
     d_model = q.shape[-1]
 
@@ -66,25 +78,57 @@ def mha_mutants(p, q, k, v, mask, h):
                    k_in="query"),
         Variant.of("kv-from-query-input", "the values are projected from the `query` input instead of `value`",
                    v_in="query"),
-        Variant.of("missing-output-projection", "the merged heads are returned without w_o", out_proj=False)]
-    found += mask_variants(mask, module=True)
+        Variant.of("heads-mixed", f"the heads are split right but merged by reshaping (B, {h}, T, {d_model // h}) "
+                   f"straight to (B, T, {d_model}) without moving the head axis back", heads_mixed="merge"),
+        Variant.of("missing-output-projection", "the merged heads are returned without w_o", out_proj=False),
+        Variant.of("softmax-wrong-axis", "the softmax normalises over the heads (dim 1), not the keys: "
+                   "nn.Softmax() with no dim picks dim 1 of a 4-D tensor", axis=1),
+        Variant.of("softmax-wrong-axis", "the softmax normalises over the queries (dim -2), not the keys", axis=-2)]
+    found += mask_variants(mask, module=True) + module_extras("w_o")
     if mask is not None:   # applies when B == h only
         found.append(Variant.of("mask-misbroadcast", "the (B, 1, Lk) mask meets the scores as (1, B, 1, Lk): "
                                 "head i reads the mask of sequence i", mask_misbroadcast=True))
-    return Fingerprints(run, found)
+    no_wo = no_output_projection(module)
+    return Fingerprints(run, found, given=lambda: layout_deviations(p) + no_wo())
 
 
 BLOCKED_WHAT = "w_o's bias (the heads of a blocked row are zero, and w_o maps zero to its bias)"
 
 
-def build(student, rng, d_model, h, dropout=0.0):
+def make_mha(student, d_model, h, dropout=None):
+    """The student's module. Only the checks that test dropout pass a dropout argument, so a class
+    without one (the seed document's) is graded on everything else; a dropout parameter without a
+    default gets 0.0."""
+    if dropout is not None:
+        return student.MultiHeadAttention(d_model, h, dropout)
+    try:
+        return student.MultiHeadAttention(d_model, h)
+    except StudentError as err:
+        if err.type == "TypeError" and "missing" in err.message and "argument" in err.message:
+            return student.MultiHeadAttention(d_model, h, 0.0)
+        raise
+
+
+def takes_dropout(student) -> bool:
+    """False for a class whose constructor has no dropout argument at all: it has no dropout, which
+    is the contract's default behaviour (dropout=0.0), and the dropout checks judge it as that."""
+    try:
+        student.MultiHeadAttention(8, 2, 0.5)
+    except StudentError as err:
+        if err.type == "TypeError" and "positional argument" in err.message and "given" in err.message:
+            return False
+        raise
+    return True
+
+
+def build(student, rng, d_model, h, dropout=None):
     params = random_parameters(rng, linear_shapes(NAMES, d_model, d_model))
-    module = student.MultiHeadAttention(d_model, h, dropout)
+    module = make_mha(student, d_model, h, dropout)
     params = load_lenient(module, linear_shapes(NAMES, d_model, d_model), params, f"MultiHeadAttention({d_model}, {h})")
     return module.eval(), params
 
 
-def check_mha(student, reference, rng, *, b, lq, lk, d_model, h, mask=None, what="no mask", dropout=0.0):
+def check_mha(student, reference, rng, *, b, lq, lk, d_model, h, mask=None, what="no mask", dropout=None):
     module, params = build(student, rng, d_model, h, dropout)
     q, k, v = tensor(rng, b, lq, d_model), tensor(rng, b, lk, d_model), tensor(rng, b, lk, d_model)
     call = (f"MultiHeadAttention({d_model}, {h})(query, key, value{', mask' if mask is not None else ''}) "
@@ -95,25 +139,27 @@ def check_mha(student, reference, rng, *, b, lq, lk, d_model, h, mask=None, what
         blocked = None
         if m is not None:
             blocked = ~torch.as_tensor(m).bool().expand(b, h, lq, lk).any(-1).any(1)      # (B, Lq)
-        expect_tensor(got, expected, call=call, mutants=mha_mutants(params, q, k, v, m, h),
+        expect_tensor(got, expected, call=call, mutants=mha_mutants(params, q, k, v, m, h, module),
                       blocked=blocked, blocked_what=BLOCKED_WHAT, about=None if m is None else MASK_MISTAKES)
 
-    got = expect_module(lambda m: module(q, k, v) if m is None else module(q, k, v, m), mask, check, call=call)
+    got = expect_module(lambda m: module(q, k, v) if m is None else module(q, k, v, m), mask, check, call=call,
+                        allow_all=torch.ones(b, 1, lq, lk, dtype=torch.bool))
     return module, params, (q, k, v), got
 
 
 @exercise("MultiHeadAttention", points=1)
 def test_mha_parameters_and_divisibility(student):
     """MultiHeadAttention has w_q, w_k, w_v, w_o = nn.Linear(d_model, d_model) and rejects d_model % h != 0"""
-    expect_parameters(student.MultiHeadAttention(12, 3), linear_shapes(NAMES, 12, 12), "MultiHeadAttention(12, 3)")
+    expect_parameters(make_mha(student, 12, 3), linear_shapes(NAMES, 12, 12), "MultiHeadAttention(12, 3)",
+                      output="w_o")
     try:
-        student.MultiHeadAttention(10, 3)
+        make_mha(student, 10, 3)
     except StudentError as err:
-        if err.type != "ValueError":
+        if err.type not in ("ValueError", "AssertionError"):   # an assert with a message rejects it too
             raise Mismatch(f"MultiHeadAttention(10, 3) raised {err.type}; expected a ValueError explaining "
                            "that d_model must be divisible by num_heads") from None
         if not err.message.strip():
-            raise Mismatch("MultiHeadAttention(10, 3) raised ValueError with no message; say what is wrong") from None
+            raise Mismatch(f"MultiHeadAttention(10, 3) raised {err.type} with no message; say what is wrong") from None
         return
     raise Mismatch("MultiHeadAttention(10, 3) did not raise: 10 is not divisible by 3, so it must raise ValueError")
 
@@ -124,17 +170,24 @@ def test_mha_self_attention(student, reference, rng):
     for b, t, d_model, h in [(2, 5, 8, 2), (3, 6, 16, 4)]:
         module, params = build(student, rng, d_model, h)
         x = tensor(rng, b, t, d_model)
-        got = module(x, x, x)
-        expected = reference_output(reference.MultiHeadAttention, (d_model, h), params, x, x, x)
-        expect_tensor(got, expected, call=f"MultiHeadAttention({d_model}, {h})(x, x, x) with x of shape {(b, t, d_model)}",
-                      mutants=mha_mutants(params, x, x, x, None, h))
+
+        def check(got, _, x=x, params=params, d_model=d_model, h=h, b=b, t=t, module=module):
+            expected = reference_output(reference.MultiHeadAttention, (d_model, h), params, x, x, x)
+            expect_tensor(got, expected, call=f"MultiHeadAttention({d_model}, {h})(x, x, x) with x of shape "
+                          f"{(b, t, d_model)}", mutants=mha_mutants(params, x, x, x, None, h, module))
+
+        expect_module(lambda m, module=module, x=x: module(x, x, x) if m is None else module(x, x, x, m), None, check,
+                      call=f"MultiHeadAttention({d_model}, {h})(x, x, x)", allow_all=torch.ones(b, 1, t, t, dtype=torch.bool))
 
 
 @exercise("MultiHeadAttention", points=2)
 def test_mha_cross_attention(student, reference, rng):
     """MultiHeadAttention matches the reference (cross-attention, Lq != Lk != d_model)"""
-    check_mha(student, reference, rng, b=2, lq=3, lk=7, d_model=12, h=4, what="cross-attention")
-    check_mha(student, reference, rng, b=3, lq=5, lk=2, d_model=8, h=2, what="cross-attention")
+    # every case runs; with one key the layout of the keys cannot matter, so other mistakes show on their own
+    all_of(lambda: check_mha(student, reference, rng, b=2, lq=3, lk=7, d_model=12, h=4, what="cross-attention"),
+           lambda: check_mha(student, reference, rng, b=3, lq=5, lk=2, d_model=8, h=2, what="cross-attention"),
+           lambda: check_mha(student, reference, rng, b=2, lq=3, lk=1, d_model=8, h=2,
+                             what="cross-attention with one key"))
 
 
 @exercise("MultiHeadAttention", points=1)
@@ -143,12 +196,12 @@ def test_mha_projections_all_matter(student, reference, rng):
     # judged on the student's own outputs only: a wrong scale or mask does not fail this check
     module, params = build(student, rng, 8, 2)
     q, k, v = tensor(rng, 2, 4, 8), tensor(rng, 2, 5, 8), tensor(rng, 2, 5, 8)
-    before = torch.as_tensor(module(q, k, v))
+    before = module_output(module(q, k, v), "MultiHeadAttention(8, 2)(query, key, value)")
     for name in ("w_k.weight", "w_v.weight"):
         changed = dict(params)
         changed[name] = params[name] + torch.from_numpy(rng.standard_normal(params[name].shape).astype(np.float32))
         load_lenient(module, linear_shapes(NAMES, 8, 8), changed, "MultiHeadAttention(8, 2)")
-        after = torch.as_tensor(module(q, k, v))
+        after = module_output(module(q, k, v), "MultiHeadAttention(8, 2)(query, key, value)")
         if after.shape == before.shape and torch.allclose(after, before, atol=1e-6, equal_nan=True):
             raise Mismatch(f"changing {name} did not change the output: the {name[2]} projection is not used",
                            found=[("kv-reuse-query-projection", f"{name.split('.')[0]} is never used: the "
@@ -186,6 +239,15 @@ def test_mha_dropout_off_in_eval(student, rng):
     # judged on the student's own outputs only: any other mistake is the value checks' business
     params = random_parameters(rng, linear_shapes(NAMES, 8, 8))
     q, k, v = tensor(rng, 2, 4, 8), tensor(rng, 2, 6, 8), tensor(rng, 2, 6, 8)
+    if not takes_dropout(student):   # no dropout at all: eval mode must still be deterministic
+        module = make_mha(student, 8, 2)
+        load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2)")
+        module.eval()
+        got, again = module(q, k, v), module(q, k, v)
+        if not (isinstance(got, torch.Tensor) and isinstance(again, torch.Tensor) and got.shape == again.shape
+                and torch.allclose(got, again, atol=1e-6, equal_nan=True)):
+            raise Mismatch("MultiHeadAttention(8, 2) in eval mode gives a different output on each call")
+        return
     with_dropout = student.MultiHeadAttention(8, 2, 0.5)
     load_lenient(with_dropout, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2, 0.5)")
     with_dropout.eval()
@@ -221,37 +283,81 @@ def test_mha_dropout_active_in_training(student, rng):
     """in training mode dropout=0.5 acts on the attention weights, and dropout=0.0 changes nothing"""
     params = random_parameters(rng, linear_shapes(NAMES, 8, 8))
     x = tensor(rng, 2, 6, 8)
-    outputs = {}
-    for p, mode in [(0.5, True), (0.5, False), (0.0, True)]:
-        module = student.MultiHeadAttention(8, 2, p)
-        load_lenient(module, linear_shapes(NAMES, 8, 8), params, f"MultiHeadAttention(8, 2, {p})")
-        module.train(mode)
-        outputs[(p, mode)] = torch.as_tensor(module(x, x, x))
-    if torch.allclose(outputs[(0.5, True)], outputs[(0.5, False)], atol=1e-6):
-        raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) gives the same output in training and eval mode: "
-                       "dropout is not applied (apply nn.Dropout to the attention weights)")
-    if not torch.allclose(outputs[(0.0, True)], outputs[(0.5, False)], atol=1e-5):
-        raise Mismatch("with dropout=0.0 the training-mode output differs from the eval-mode output; "
-                       "only dropout may depend on the mode")
-    # where: with w_v = w_o = identity and every value vector all ones, each head's output row is
-    # (sum of its kept weights) * ones, so dropout on the weights keeps a head's columns equal;
-    # dropout on the values, the merged heads or the output does not
+    if not takes_dropout(student):   # no dropout at all: training mode must change nothing
+        module = make_mha(student, 8, 2)
+        load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2)")
+        module.train(True)
+        trained = torch.as_tensor(module(x, x, x))
+        module.eval()
+        evaluated = torch.as_tensor(module(x, x, x))
+        if trained.shape != evaluated.shape or not torch.allclose(trained, evaluated, atol=1e-5, equal_nan=True):
+            raise Mismatch("MultiHeadAttention(8, 2), which takes no dropout argument, gives a different output in "
+                           "training mode than in eval mode; without dropout nothing may depend on the mode")
+        return
+    failure = None
+    try:
+        outputs = {}
+        for p, mode in [(0.5, True), (0.5, False), (0.0, True)]:
+            module = student.MultiHeadAttention(8, 2, p)
+            load_lenient(module, linear_shapes(NAMES, 8, 8), params, f"MultiHeadAttention(8, 2, {p})")
+            module.train(mode)
+            outputs[(p, mode)] = module_output(module(x, x, x), f"MultiHeadAttention(8, 2, {p})(x, x, x)")
+        if torch.allclose(outputs[(0.5, True)], outputs[(0.5, False)], atol=1e-6):
+            raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) gives the same output in training and eval mode: "
+                           "dropout is not applied (apply nn.Dropout to the attention weights)")
+        if not torch.allclose(outputs[(0.0, True)], outputs[(0.5, False)], atol=1e-5):
+            raise Mismatch("with dropout=0.0 the training-mode output differs from the eval-mode output; "
+                           "only dropout may depend on the mode")
+    except (Mismatch, StudentError) as err:
+        failure = err
+    # the placement is probed whatever happened above, so that its mistake is named too
+    placed = dropout_placement(student, rng)
+    if placed is None:
+        if failure is not None:
+            raise failure
+        return
+    if failure is None:
+        raise placed
+    first = failure.line if isinstance(failure, Mismatch) else f"MultiHeadAttention(8, 2, 0.5) raised {failure.describe()}"
+    raise Mismatch(f"{first}\n{placed.line}", found=list(failure.found if isinstance(failure, Mismatch) else [])
+                   + placed.found)
+
+
+def dropout_placement(student, rng):
+    """A Mismatch naming dropout-on-output, or None.
+
+    With w_v = w_o = identity (zero bias) and every value vector all ones, each head's output row is
+    (sum of its kept weights) * ones, so dropout on the weights keeps a head's columns equal; dropout
+    on the values, the merged heads or the output does not. Each query row is one constant, so a
+    residual connection and a LayerNorm inside the module (both act on whole rows) keep that too. A
+    module that fails without a mask is called with a mask that allows every key."""
     params = identity_values_params(rng, 8)
-    q, k, ones = tensor(rng, 2, 5, 8), tensor(rng, 2, 7, 8), torch.ones(2, 7, 8)
+    q = torch.from_numpy(np.repeat(rng.integers(-2, 3, (2, 5, 1)) * 0.5, 8, axis=-1).astype(np.float32))
+    k, ones = tensor(rng, 2, 7, 8), torch.ones(2, 7, 8)
     module = student.MultiHeadAttention(8, 2, 0.5)
     load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2, 0.5)")
 
     def spread(out):   # (B, Lq, h, d_k): the largest difference between columns of one head
         return (out.view(2, 5, 2, 4).amax(-1) - out.view(2, 5, 2, 4).amin(-1)).abs().max()
 
+    def call():
+        try:
+            return module_output(module(q, k, ones), "", lenient=True)
+        except StudentError:
+            return module_output(module(q, k, ones, torch.ones(2, 1, 1, 7, dtype=torch.bool)), "", lenient=True)
+
     module.eval()
-    calm = torch.as_tensor(module(q, k, ones))
-    if calm.shape != (2, 5, 8) or not torch.isfinite(calm).all() or spread(calm) > 1e-5:
-        return   # another mistake already breaks the probe; the value checks report it
-    module.train(True)
-    trained = torch.as_tensor(module(q, k, ones))
+    try:
+        calm = call()
+        if calm.shape != (2, 5, 8) or not torch.isfinite(calm).all() or spread(calm) > 1e-5:
+            return None   # another mistake already breaks the probe; the value checks report it
+        module.train(True)
+        trained = call()
+    except (StudentError, Mismatch):
+        return None
     if trained.shape == (2, 5, 8) and spread(trained) > 1e-5:
-        raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) in training mode, with w_v and w_o set to the "
-                       "identity and every value vector all ones: the columns of one head differ within a row",
-                       found=[("dropout-on-output", "in training, single features of a head's output are zeroed, "
-                               "which dropout on the attention weights never does")])
+        return Mismatch("MultiHeadAttention(8, 2, dropout=0.5) in training mode, with w_v and w_o set to the "
+                        "identity and every value vector all ones: the columns of one head differ within a row",
+                        found=[("dropout-on-output", "in training, single features of a head's output are zeroed, "
+                                "which dropout on the attention weights never does")])
+    return None

@@ -33,13 +33,14 @@ def test_repeat_kv_matches_reference(student, reference, rng):
 
 
 @exercise("repeat_kv", points=1)
-def test_repeat_kv_head_j_reads_head_j_div_n_rep(student):
+def test_repeat_kv_head_j_reads_head_j_div_n_rep(student, rng):
     """head j of repeat_kv(x, n_rep) is key/value head j // n_rep"""
-    x = torch.arange(3.0).view(1, 3, 1, 1).expand(2, 3, 4, 2).contiguous()    # head i holds the number i
-    got = student.repeat_kv(x, 2)
-    expected = torch.tensor([0.0, 0, 1, 1, 2, 2]).view(1, 6, 1, 1).expand(2, 6, 4, 2)
-    expect_tensor(got, expected, call="repeat_kv(x, 2) with x of shape (2, 3, 4, 2) whose head i holds the number i",
-                  mutants=repeat_mutants(x, 2))
+    h_kv, n_rep, t = int(rng.integers(2, 5)), int(rng.integers(2, 4)), int(rng.integers(2, 6))
+    x = torch.arange(float(h_kv)).view(1, h_kv, 1, 1).expand(2, h_kv, t, 2).contiguous()   # head i holds i
+    got = student.repeat_kv(x, n_rep)
+    expected = (torch.arange(h_kv * n_rep) // n_rep).float().view(1, -1, 1, 1).expand(2, h_kv * n_rep, t, 2)
+    expect_tensor(got, expected, call=f"repeat_kv(x, {n_rep}) with x of shape {(2, h_kv, t, 2)} whose head i "
+                  "holds the number i", mutants=repeat_mutants(x, n_rep))
 
 
 # ------------------------------------------------------------------------ CausalSelfAttention

@@ -1,0 +1,395 @@
+"""The student kit (`python -m autograder release --student-kit OUT`) and hidden grading inputs.
+
+The kit is built once per module, outside the repository, and its self-checks run in a separate
+`python -I` process that can import only the kit's autograder (the repository's editable install
+switched off): correct answers get full marks, the stubs none, and a typical mistake per lesson
+gets the same verdict, word for word, as the course's full self-check. The kit holds no line of
+any solution cell and cannot answer a question it was not asked at release. With a course secret
+grading draws other inputs, so answers looked up in the kit's recordings earn nothing there.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder import kit, recorded
+from autograder.course import COURSE, available_lessons
+from conftest import ROOT
+
+LESSONS = [lesson.id for lesson in available_lessons()]
+DRIVER = ROOT / "tests" / "support" / "kit_driver.py"
+SECRET = "a course secret for the tests"
+
+# One typical mistake per lesson: (lesson, grade_id, text in the solution cell, replacement, mistake id).
+MISTAKES = [
+    ("01_scaled_dot_product_attention", "scaled_dot_product_attention", " / np.sqrt(d_k)", "", "missing-scale"),
+    ("02_masking", "causal_mask", "return key <= query", "return key < query", "causal-off-by-one"),
+    ("03_self_attention_head", "SelfAttentionHead", "self.w_k(x), self.w_v(x)", "self.w_q(x), self.w_v(x)",
+     "kv-reuse-query-projection"),
+    ("04_worked_example", "worked_example", "scores = q @ k.T / np.sqrt(D_K)", "scores = q @ k.T", "missing-scale"),
+    ("05_multi_head_attention", "MultiHeadAttention", "return self.w_o(merge_heads(weights @ v))",
+     "return merge_heads(weights @ v)", "missing-output-projection"),
+    ("06_debugging_projection_reuse", "FixedMultiHeadAttention", "k = self.k_project(x)", "k = self.q_project(x)",
+     "kv-reuse-query-projection"),
+    ("07_transformer_block", "positional_encoding", "pe[:, 0::2] = torch.sin(angles)",
+     "pe[:, 0::2] = torch.cos(angles)", None),
+    ("08_fast_attention", "repeat_kv", "x = x[:, :, None].expand(B, h_kv, n_rep, T, d_k)",
+     "return x.repeat(1, n_rep, 1, 1)", "kv-repeat-order"),
+]
+
+
+def code_cells(path: Path) -> list[dict]:
+    return [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+
+
+def solution_cells(lesson: str) -> dict[str, str]:
+    return {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in code_cells(COURSE[lesson].solution_path)
+            if c["metadata"].get("nbgrader", {}).get("solution")}
+
+
+def run_cells(lesson: str, replace: dict[str, str]) -> list[str]:
+    """The released lesson's code cells up to its last self-check, graded cells replaced."""
+    cells = code_cells(COURSE[lesson].released_path)
+    last = max(i for i, c in enumerate(cells) if c["metadata"].get("nbgrader", {}).get("grade"))
+    return [replace.get(c["metadata"].get("nbgrader", {}).get("grade_id"), "".join(c["source"]))
+            for c in cells[:last + 1]]
+
+
+def points(lesson: str) -> dict[str, float]:
+    """{exercise: points of its self-check cell}."""
+    found = {}
+    for c in code_cells(COURSE[lesson].solution_path):
+        md = c["metadata"].get("nbgrader", {})
+        m = re.search(r'check\("([^"]+)"', "".join(c["source"]))
+        if md.get("grade") and m:
+            found[m.group(1)] = float(md["points"])
+    return found
+
+
+def mistaken(lesson, grade_id, old, new):
+    cells = solution_cells(lesson)
+    assert old in cells[grade_id], f"{lesson}/{grade_id}: the solution no longer contains {old!r}"
+    return dict(cells, **{grade_id: cells[grade_id].replace(old, new, 1)})
+
+
+def drive(root: Path, runs: list[dict], tmp: Path, env_extra=None) -> dict:
+    """Run the driver with `root`'s autograder, isolated (-I), from `root`."""
+    plan, out = tmp / f"plan-{root.name}.json", tmp / f"out-{root.name}.json"
+    plan.write_text(json.dumps({"root": str(root), "runs": runs}))
+    driver = root / "kit_driver.py" if (root / "kit_driver.py").exists() else DRIVER
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AUTOGRADER"))}
+    env.update({"AUTOGRADER_SECRET_FILE": str(tmp / "no-secret"), "MPLBACKEND": "Agg", **(env_extra or {})})
+    run = subprocess.run([sys.executable, "-I", str(driver), str(plan), str(out)], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def text_files(folder: Path) -> dict[str, str]:
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.suffix != ".npz":
+            found[path.relative_to(folder).as_posix()] = path.read_text(encoding="utf-8")
+    return found
+
+
+# lines of solution cells that say nothing about any answer (the checks and messages use them too)
+GENERIC = {"if mask is None:", "if mask is not None:", "d_k = q.shape[-1]"}
+
+
+def solution_lines() -> set[str]:
+    """Every non-trivial line between BEGIN/END SOLUTION markers that the released lessons do not show."""
+    released = "\n".join(COURSE[lid].released_path.read_text(encoding="utf-8") for lid in LESSONS)
+    lines = set()
+    for lid in LESSONS:
+        for source in solution_cells(lid).values():
+            for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", source, re.S):
+                for line in region.splitlines():
+                    code = line.split("  #")[0].strip()
+                    if len(code) >= 12 and not code.startswith("#") and code not in GENERIC \
+                            and json.dumps(code)[1:-1] not in released:
+                        lines.add(code)
+    return lines
+
+
+@pytest.fixture(scope="module")
+def kit_dir(tmp_path_factory):
+    """The whole kit, built into a folder outside the repository (recorded without the corpus, for
+    speed: the release command records the corpus's mistakes too)."""
+    out = tmp_path_factory.mktemp("kit") / "mha-course-kit"
+    kit.write_kit(out, corpus=False)
+    shutil.copy(DRIVER, out / "kit_driver.py")
+    assert not str(out).startswith(str(ROOT))
+    return out
+
+
+def test_kit_layout(kit_dir):
+    names = {p.relative_to(kit_dir).as_posix() for p in kit_dir.rglob("*") if p.is_file()}
+    assert {"README.md", "requirements.txt", "autograder/records/index.json", "autograder/records/arrays.npz"} <= names
+    assert {f"lessons/{lid}.ipynb" for lid in LESSONS} <= names
+    for lid in LESSONS:    # the released notebooks, byte for byte
+        assert (kit_dir / "lessons" / f"{lid}.ipynb").read_bytes() == COURSE[lid].released_path.read_bytes()
+    assert not any(n.startswith(("solutions/", "tests/", ".git")) for n in names)
+    assert not {"autograder/mutants.py", "autograder/kit.py", "autograder/accuracy.py",
+                "autograder/gradescope.py"} & names
+    requirements = (kit_dir / "requirements.txt").read_text()
+    assert "torch==2.13.0" in requirements and "download.pytorch.org/whl/cpu" in requirements
+    assert "-e ." not in requirements and "nbgrader" not in requirements
+    readme = (kit_dir / "README.md").read_text()
+    for step in ("pip install -r requirements.txt", "jupyter lab lessons/", "Self-check", "Submit"):
+        assert step in readme
+
+
+def test_kit_holds_no_solution_line(kit_dir, tmp_path):
+    lines = solution_lines()
+    assert len(lines) > 60          # the search is not vacuous
+    files = text_files(kit_dir)
+    leaks = [(name, line) for name, text in files.items() for line in lines if line in text]
+    assert not leaks, leaks[:10]
+    # the search finds a line that is there
+    planted = tmp_path / "planted"
+    shutil.copytree(kit_dir / "autograder", planted)
+    (planted / "extra.py").write_text(sorted(lines)[0] + "\n")
+    assert any(line in text for text in text_files(planted).values() for line in lines)
+
+
+def test_kit_cannot_answer_new_questions(kit_dir, tmp_path):
+    """Nothing in the kit computes an answer: fresh inputs to the reference, the mutant engine and
+    reference_output are refused; the kit's own modules import no mutant engine or reference."""
+    script = tmp_path / "probe.py"
+    script.write_text(f"""
+import sys
+sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+sys.path.insert(0, {str(kit_dir)!r})
+import numpy as np, torch
+from autograder import checking, recorded
+from autograder.reference import load_reference
+q = np.random.default_rng(12345).standard_normal((2, 3, 4))
+refused = 0
+for ask in (lambda: load_reference("01_scaled_dot_product_attention").scaled_dot_product_attention(q, q, q),
+            lambda: load_reference("01_scaled_dot_product_attention").softmax(q),
+            lambda: load_reference("02_masking").causal_mask(37),
+            lambda: recorded.mutants.np_attention(q, q, q),
+            lambda: recorded.mutants.torch_mha({{}}, torch.zeros(1, 2, 4), torch.zeros(1, 2, 4), torch.zeros(1, 2, 4), h=2),
+            lambda: checking.reference_output(load_reference("05_multi_head_attention").MultiHeadAttention,
+                                              (4, 2), {{}}, torch.zeros(1, 2, 4), torch.zeros(1, 2, 4), torch.zeros(1, 2, 4))):
+    try:
+        ask()
+    except recorded.NotRecorded as err:
+        assert "not in the recorded self-check data" in str(err)
+        refused += 1
+assert refused == 6, refused
+import autograder.checks.projection_subjects as subjects
+assert "multi_head_attention_forward" in open(subjects.__file__).read()
+bad = [m for m in sys.modules if m.startswith("autograder") and m.split(".")[-1] in ("mutants", "kit", "accuracy")]
+assert not bad, bad
+print("ok")
+""")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AUTOGRADER"))}
+    run = subprocess.run([sys.executable, "-I", str(script)], cwd=kit_dir, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
+    for path in (kit_dir / "autograder").rglob("*.py"):   # no engine left behind under another name
+        text = path.read_text()
+        assert "def np_attention" not in text and "def torch_mha" not in text and "load_reference(lesson" not in text \
+            or path.name == "recorded.py", path
+
+
+def test_kit_self_checks_grade_like_the_course(kit_dir, tmp_path):
+    """Correct answers: full marks; stubs: 0; one typical mistake per lesson: the full self-check's verdict."""
+    runs = []
+    for lid in LESSONS:
+        runs.append({"name": f"{lid}:correct", "lesson": lid, "cells": run_cells(lid, solution_cells(lid))})
+        runs.append({"name": f"{lid}:stub", "lesson": lid, "cells": run_cells(lid, {})})
+    wrong = [{"name": f"{lid}:mistake", "lesson": lid, "cells": run_cells(lid, mistaken(lid, gid, old, new))}
+             for lid, gid, old, new, _ in MISTAKES]
+    ours = drive(kit_dir, runs + wrong, tmp_path)
+    assert ours["autograder"] == str(kit_dir / "autograder")
+    assert "autograder.recorded" in ours["modules"] and "autograder.mutants" not in ours["modules"]
+    full = drive(ROOT, wrong, tmp_path)            # the course's own self-check, with the reference
+    assert full["autograder"] == str(ROOT / "autograder")
+    for lid in LESSONS:
+        want = points(lid)
+        correct = [c for c in ours["runs"][f"{lid}:correct"] if "exercise" in c]
+        assert {c["exercise"]: c["score"] for c in correct} == want, ours["runs"][f"{lid}:correct"]
+        stub = [c for c in ours["runs"][f"{lid}:stub"] if "exercise" in c]
+        assert {c["exercise"] for c in stub} == set(want) and all(c["score"] == 0 for c in stub)
+        assert all("[not-implemented]" in c["verdict"] for c in stub)
+    for lid, gid, _, _, mistake in MISTAKES:
+        kit_checks = {c["exercise"]: c for c in ours["runs"][f"{lid}:mistake"] if "exercise" in c}
+        course_checks = {c["exercise"]: c for c in full["runs"][f"{lid}:mistake"] if "exercise" in c}
+        assert kit_checks[gid]["score"] < points(lid)[gid]
+        assert kit_checks[gid]["verdict"] == course_checks[gid]["verdict"], (lid, kit_checks[gid]["verdict"])
+        assert kit_checks[gid]["score"] == course_checks[gid]["score"]
+        if mistake:
+            assert f"[{mistake}]" in kit_checks[gid]["verdict"]
+
+
+def test_kit_is_deterministic_and_atomic(tmp_path):
+    lessons = ["02_masking", "04_worked_example", "07_transformer_block"]
+    a, b = kit.write_kit(tmp_path / "a.zip", lessons, corpus=False), kit.write_kit(tmp_path / "b.zip", lessons, corpus=False)
+    assert a.read_bytes() == b.read_bytes()
+    folder = kit.write_kit(tmp_path / "kit", lessons, corpus=False)
+    kit.write_kit(folder, lessons, corpus=False)           # rebuilt over itself
+    with zipfile.ZipFile(a) as zf:
+        assert sorted(zf.namelist()) == sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+        assert all(zf.read(n) == (folder / n).read_bytes() for n in zf.namelist())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.zip", "b.zip", "kit"]   # no temporary left behind
+
+
+def lookup_submission(records: Path, lesson: str):
+    """A 'student' whose functions answer with the kit's recorded reference outputs."""
+    tape = recorded.Tape(records)
+
+    def lookup(name, *forms):
+        base = recorded.digest("call", f"reference:{lesson}", name)
+        for args, kwargs in forms:
+            try:
+                return tape.answer(recorded.digest(base, "", args, kwargs), name)[1]
+            except recorded.NotRecorded:
+                continue
+        raise KeyError("no recorded answer for these inputs")
+
+    def softmax(x, axis=-1):
+        return lookup("softmax", ((x,), {}), ((x,), {"axis": axis}))
+
+    def scaled_dot_product_attention(q, k, v, mask=None):
+        return lookup("scaled_dot_product_attention", ((q, k, v), {}), ((q, k, v, mask), {}))
+
+    def causal_mask(n):
+        return lookup("causal_mask", ((n,), {}))
+
+    def padding_mask(lengths, max_len):
+        return lookup("padding_mask", ((np.asarray(lengths), max_len), {}), ((lengths, max_len), {}))
+    return {"softmax": softmax, "scaled_dot_product_attention": scaled_dot_product_attention,
+            "causal_mask": causal_mask, "padding_mask": padding_mask}
+
+
+def grade_in_process(lesson, namespace, secret, exercises=None):
+    from autograder.plugin import GradingPlugin, run_checks
+    from autograder.student import LocalSubmission
+    plugin = GradingPlugin({lesson: LocalSubmission(namespace)}, secret=secret,
+                           exercises=None if exercises is None else {lesson: exercises})
+    with np.errstate(all="ignore"):
+        run_checks(plugin, [lesson])
+    return sum(t["score"] for t in plugin.results), sum(t["max_score"] for t in plugin.results)
+
+
+@pytest.mark.parametrize("lesson", ["01_scaled_dot_product_attention", "02_masking"])
+def test_recorded_answers_pass_the_kit_but_not_hidden_inputs(kit_dir, lesson):
+    cheat = lookup_submission(kit_dir / "autograder" / "records", lesson)
+    exercises = {"02_masking": {"causal_mask", "padding_mask"}}.get(lesson)   # lesson 02's attention needs softmax
+    score, total = grade_in_process(lesson, cheat, secret=None, exercises=exercises)   # the kit's (public) inputs
+    assert score >= total - 1 > 0    # (causal_mask's type check asks for a size no value check recorded)
+    assert grade_in_process(lesson, cheat, secret=SECRET.encode(), exercises=exercises) == (0.0, total)
+
+
+def test_correct_answers_keep_full_marks_under_hidden_inputs():
+    """The reference and every correct corpus submission, graded with a course secret."""
+    from autograder.accuracy import load
+    from autograder.reference import load_reference
+    secret = SECRET.encode()
+    for lid in LESSONS:
+        score, total = grade_in_process(lid, dict(vars(load_reference(lid))), secret)
+        assert score == total > 0, lid
+    for entry in load():
+        if entry.expect != "correct" or entry.lesson not in LESSONS:
+            continue
+        ns = dict(vars(load_reference(entry.lesson)))
+        for gid in COURSE[entry.lesson].exercises:
+            if gid in entry.cells:
+                exec(compile(entry.cells[gid], f"<{entry.name}>", "exec"), ns)
+        score, total = grade_in_process(entry.lesson, ns, secret)
+        assert score == total, entry.name
+
+
+def test_secret_changes_the_inputs_and_travels_in_the_bundle(monkeypatch, tmp_path):
+    from autograder import gradescope, plugin
+    monkeypatch.delenv("AUTOGRADER_SECRET", raising=False)
+    monkeypatch.setenv("AUTOGRADER_SECRET_FILE", str(tmp_path / ".course-secret"))
+    assert plugin.course_secret() is None
+    assert plugin.SECRET_FILE not in gradescope.bundle_files(["01_scaled_dot_product_attention"])
+    path, created = kit.ensure_secret()
+    assert created and path == tmp_path / ".course-secret" and oct(path.stat().st_mode & 0o777) == "0o600"
+    value = path.read_text().strip()
+    assert len(value) == 64 and plugin.course_secret() == value.encode()
+    assert kit.ensure_secret() == (path, False)
+    files = gradescope.bundle_files(["01_scaled_dot_product_attention"])
+    assert files[plugin.SECRET_FILE] == (value.encode() + b"\n", 0o600)
+    monkeypatch.setenv("AUTOGRADER_SECRET", "from the environment")
+    assert plugin.course_secret() == b"from the environment"
+    assert ".course-secret" in (Path(ROOT) / ".gitignore").read_text().split()
+
+
+def nbgrader(course, *args, env_extra=None):
+    # no PYTHONPATH: a kernel then imports the autograder/ beside the notebook (the kit) before any
+    # installed copy, as on a student's machine; only AUTOGRADER_COURSE brings in the course's own
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MPLBACKEND")}
+    env.update(env_extra or {})
+    run = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_nbgrader_releases_the_kit_and_grades_with_the_course(kit_dir, tmp_path):
+    """nbgrader's flow: the assignment's source folder holds the lesson and the kit's autograder/;
+    students get the kit's self-check (no reference), and `AUTOGRADER_COURSE=<course> nbgrader
+    autograde` grades with the course's own checks and secret, as `grade` does."""
+    from nbgrader.api import Gradebook
+    lesson = "01_scaled_dot_product_attention"
+    course = tmp_path / "course"
+    source = course / "source" / "l01"
+    source.mkdir(parents=True)
+    shutil.copy(COURSE[lesson].solution_path, source)
+    shutil.copytree(kit_dir / "autograder", source / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    (course / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\nc.CourseDirectory.course_id = 'mha'\n")
+    nbgrader(course, "db", "assignment", "add", "l01")
+    nbgrader(course, "generate_assignment", "l01", "--force")
+    released = course / "release" / "l01"
+    lines = solution_lines()
+    assert not [line for text in text_files(released).values() for line in lines if line in text]
+    assert (released / "autograder" / "recorded.py").exists() and not (released / "autograder" / "mutants.py").exists()
+    assert {p.relative_to(released / "autograder") for p in (released / "autograder").rglob("*") if p.is_file()} \
+        == {p.relative_to(kit_dir / "autograder") for p in (kit_dir / "autograder").rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+    partial = json.loads((released / f"{lesson}.ipynb").read_text())
+    for cell in partial["cells"]:       # softmax right, attention without its scale
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in ("softmax", "scaled_dot_product_attention"):
+            cell["source"] = mistaken(lesson, *MISTAKES[0][1:4])[gid]
+    cheat = json.loads((released / f"{lesson}.ipynb").read_text())
+    for cell in cheat["cells"]:         # softmax answered from the kit's recordings
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid == "softmax":           # (not in the setup cell: nbgrader restores locked cells)
+            cell["source"] = (f"from autograder import recorded as _r\n_R = _r.Replay('reference:{lesson}')\n\n"
+                              "def softmax(x, axis=-1):\n    try:\n        return _R.softmax(x)\n"
+                              "    except _r.NotRecorded:\n        return _R.softmax(x, axis=axis)\n")
+    # the cheat earns softmax's points from the kit's self-check (see lookup_submission), none here
+    submissions = {"partial": json.dumps(partial), "cheat": json.dumps(cheat)}
+    for name, text in submissions.items():
+        folder = course / "submitted" / name / "l01"
+        folder.mkdir(parents=True)
+        (folder / f"{lesson}.ipynb").write_text(text)
+    hidden = {"AUTOGRADER_COURSE": str(ROOT), "AUTOGRADER_SECRET": SECRET}
+    nbgrader(course, "autograde", "l01", "--force", "--create", env_extra=hidden)
+    env_run = dict(os.environ, AUTOGRADER_SECRET=SECRET)
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--json",
+                          str(tmp_path / "ours.json")], cwd=ROOT, env=dict(env_run, PYTHONPATH=str(ROOT)),
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    ours = json.loads((tmp_path / "ours.json").read_text())
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        theirs = {s: (gb.find_submission("l01", s).score, gb.find_submission("l01", s).max_score) for s in submissions}
+    for name in submissions:
+        assert theirs[name] == (ours[name]["score"], ours[name]["max_score"]), (name, theirs, ours[name])
+    assert theirs["partial"][1] > theirs["partial"][0] > 0 == theirs["cheat"][0]
