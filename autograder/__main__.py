@@ -6,8 +6,8 @@ import sys
 import time
 from pathlib import Path
 
-from .course import COURSE
-from .report import terminal_safe
+from autograder.course import COURSE
+from autograder.report.results import terminal_safe
 
 USAGE_ERROR = 2
 
@@ -69,7 +69,7 @@ def _lesson_notebooks(folder: Path, warnings: list[str]) -> dict[str, Path]:
 
 
 def cmd_grade(args) -> int:
-    from .classroom import grade_many
+    from autograder.classroom.runner import grade_many
     try:
         kind, students, warnings = find_submissions(Path(args.path))
     except UsageError as exc:
@@ -78,7 +78,7 @@ def cmd_grade(args) -> int:
     for w in warnings:
         print(terminal_safe(f"warning: {w}"), file=sys.stderr)
     started = time.monotonic()
-    from .isolation.doctor import quick_probe
+    from autograder.isolate.doctor import quick_probe
     probe = quick_probe()
     if not (probe["namespaces"] or probe["landlock"]) and not args.unsafe_no_sandbox:
         print("error: no isolation layer works here (neither bubblewrap namespaces nor Landlock), so "
@@ -90,7 +90,7 @@ def cmd_grade(args) -> int:
                          show=lambda text: print(terminal_safe(text)), progress=kind == "class",
                          allow_unsandboxed=args.unsafe_no_sandbox, brief=args.brief)
     if args.json:
-        from .report import write_json
+        from autograder.report.results import write_json
         data = results if kind == "class" else next(iter(results.values()))
         write_json(Path(args.json), data)
     print(f"graded {len(results)} student(s) in {time.monotonic() - started:.1f} s")
@@ -99,18 +99,18 @@ def cmd_grade(args) -> int:
 
 def cmd_doctor(args) -> int:
     """Say which isolation layers protect the grader on this machine, and prove them."""
-    from .isolation.doctor import report
+    from autograder.isolate.doctor import report
     ok, text = report()
     print(text)
     return 0 if ok else 1
 
 
 def cmd_release(args) -> int:
-    from .release import release
+    from autograder.deliver.release import release
     for path in release():
         print(f"wrote {path}")
     if args.student_kit:
-        from .kit import ensure_secret, write_kit
+        from autograder.deliver.kit import ensure_secret, write_kit
         out = write_kit(Path(args.student_kit))
         size = sum(p.stat().st_size for p in ([out] if out.is_file() else out.rglob("*")) if p.is_file())
         print(f"wrote the student kit {out} ({size / 1e6:.1f} MB): hand it out; it holds no solution")
@@ -122,7 +122,7 @@ def cmd_release(args) -> int:
 
 
 def cmd_gradescope(args) -> int:
-    from .gradescope import write_bundle
+    from autograder.deliver.gradescope import write_bundle
     lessons = args.lessons or list(COURSE)
     unknown = [lid for lid in lessons if lid not in COURSE]
     if unknown:
@@ -132,7 +132,7 @@ def cmd_gradescope(args) -> int:
     out = write_bundle(Path(args.out), lessons)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) grading {len(lessons)} lesson(s); "
           f"upload it as the assignment's autograder on Gradescope")
-    from .plugin import course_secret
+    from autograder.grading.plugin import course_secret
     if course_secret() is None:
         print("note: there is no course secret, so the bundle grades on the public inputs the student kit "
               "records; `python -m autograder release --student-kit OUT` creates one")

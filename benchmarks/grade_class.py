@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder import accuracy  # noqa: E402
+from autograder.classroom import accuracy  # noqa: E402
 from autograder.course import COURSE  # noqa: E402
 
 KINDS = ("correct", "stub", "buggy", "broken")

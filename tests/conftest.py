@@ -22,7 +22,7 @@ def root() -> Path:
 
 @pytest.fixture(scope="session")
 def sandbox():
-    from autograder.sandbox import Sandbox
+    from autograder.isolate.sandbox import Sandbox
     box = Sandbox()
     yield box
     box.close()
@@ -44,7 +44,7 @@ def file_protection(sandbox):
 @pytest.fixture(scope="session")
 def grade(sandbox):
     """grade({lesson_id: path}) -> Gradescope results object, graded in-process."""
-    from autograder.grading import grade_student
+    from autograder.pipeline import grade_student
 
     def run(notebooks, time_limit=10.0):
         return grade_student({k: Path(v) for k, v in notebooks.items()}, sandbox, time_limit)

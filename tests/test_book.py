@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import book
+from autograder.deliver import book
 from autograder.course import COURSE
 from conftest import ROOT
 from support.chromium import chromium
@@ -106,7 +106,7 @@ def test_no_file_of_the_student_site_holds_solution_code():
 def test_common_mistakes_page_lists_the_whole_catalogue():
     html, _ = build("student")
     text = (html / "mistakes.html").read_text()
-    from autograder.mistakes import CATALOGUE
+    from autograder.diagnose.mistakes import CATALOGUE
     for mistake in CATALOGUE.values():
         assert f'id="{mistake.id}"' in text, mistake.id
 

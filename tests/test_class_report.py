@@ -12,9 +12,9 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 
-from autograder.class_report import REPORT_NAME, write_class_report
-from autograder.classroom import student_folder
-from autograder.report import feedback_markdown, write_atomic, write_json
+from autograder.report.class_report import REPORT_NAME, write_class_report
+from autograder.report.class_report import student_folder
+from autograder.report.results import feedback_markdown, write_atomic, write_json
 from conftest import notebook_with, run_cli
 from support.chromium import chromium
 from test_class_grading import L01, make_class

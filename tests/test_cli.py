@@ -54,7 +54,7 @@ def test_one_notebook_shows_the_whole_diagnosis_and_brief_one_line_per_exercise(
     """Where the student looks: the terminal shows the self-check's text for each exercise that
     lost points (root cause, mistake, fix, the failing checks), never one truncated line; --brief
     keeps one line per exercise."""
-    from autograder import accuracy
+    from autograder.classroom import accuracy
     entry = next(e for e in accuracy.load() if e.name == "wrong_05_seed000_fill_minus_1e9")
     path = tmp_path / "05_multi_head_attention.ipynb"
     path.write_text(accuracy.notebook_for(entry))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import accuracy
-from autograder.mistakes import CATALOGUE
+from autograder.classroom import accuracy
+from autograder.diagnose.mistakes import CATALOGUE
 
 ENTRIES = accuracy.load()
 

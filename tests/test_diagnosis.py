@@ -1,15 +1,16 @@
 """Diagnosis: combined mistakes are each named, blocked rows are judged on their own, and an
-exercise's feedback gives the root cause first with no paragraph twice (compare.py, diagnosis.py)."""
+exercise's feedback gives the root cause first with no paragraph twice (compare.py, root_cause.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from autograder import diagnosis, mutants
-from autograder.checking import MASK_MISTAKES, attention_mutants, blocked_rows, scale_variants
-from autograder.compare import Fingerprints, Mismatch, Variant, expect_array
-from autograder.mistakes import CATALOGUE
+from autograder.diagnose import root_cause
+from autograder.diagnose import fingerprints
+from autograder.grading.checking import MASK_MISTAKES, attention_mutants, blocked_rows, scale_variants
+from autograder.grading.compare import Fingerprints, Mismatch, Variant, expect_array
+from autograder.diagnose.mistakes import CATALOGUE
 
 
 def qkv(seed=0, batch=(2,), lq=4, lk=5, d=4):
@@ -26,9 +27,9 @@ def test_two_mistakes_in_one_answer_are_both_named():
     q, k, v = qkv()
     mask = np.ones((2, 4, 5), dtype=bool)
     mask[0, 1] = False
-    got = mutants.np_attention(q, k, v, mask, scale="none", blocked_rows="nan")[0]
+    got = fingerprints.np_attention(q, k, v, mask, scale="none", blocked_rows="nan")[0]
     with pytest.raises(Mismatch) as err:
-        expect_array(got, mutants.np_attention(q, k, v, mask)[0], call="attention",
+        expect_array(got, fingerprints.np_attention(q, k, v, mask)[0], call="attention",
                      mutants=attention_mutants(q, k, v, mask, which="output"), blocked=blocked_rows(mask, (2, 4, 5)))
     assert named(err) == {"missing-scale", "masked-row-nan"}
 
@@ -36,9 +37,9 @@ def test_two_mistakes_in_one_answer_are_both_named():
 def test_three_mistakes_at_once():
     q, k, v = qkv(1)
     mask = np.tril(np.ones((4, 5), dtype=bool))
-    got = mutants.np_attention(q, k, v, mask, scale="dk", mask_mode="after", axis=-2)[1]
+    got = fingerprints.np_attention(q, k, v, mask, scale="dk", mask_mode="after", axis=-2)[1]
     with pytest.raises(Mismatch) as err:
-        expect_array(got, mutants.np_attention(q, k, v, mask)[1], call="weights",
+        expect_array(got, fingerprints.np_attention(q, k, v, mask)[1], call="weights",
                      mutants=attention_mutants(q, k, v, mask, which="weights"))
     assert named(err) == {"wrong-scale", "mask-after-softmax", "softmax-wrong-axis"}
 
@@ -48,7 +49,7 @@ def test_blocked_rows_are_judged_on_their_own():
     q, k, v = qkv(2)
     mask = np.ones((2, 4, 5), dtype=bool)
     mask[1, 2] = False
-    expected = mutants.np_attention(q, k, v, mask)[0]
+    expected = fingerprints.np_attention(q, k, v, mask)[0]
     got = expected * 1.5
     got[1, 2] = np.nan
     with pytest.raises(Mismatch) as err:
@@ -60,8 +61,8 @@ def test_blocked_rows_are_judged_on_their_own():
 def test_a_mask_check_passes_when_only_another_mistake_explains_the_answer():
     q, k, v = qkv(3)
     mask = np.tril(np.ones((4, 5), dtype=bool))
-    got = mutants.np_attention(q, k, v, mask, scale="none")[0]
-    expected = mutants.np_attention(q, k, v, mask)[0]
+    got = fingerprints.np_attention(q, k, v, mask, scale="none")[0]
+    expected = fingerprints.np_attention(q, k, v, mask)[0]
     fp = attention_mutants(q, k, v, mask, which="output")
     expect_array(got, expected, call="attention", mutants=fp, about=MASK_MISTAKES)   # the mask is honoured
     with pytest.raises(Mismatch) as err:
@@ -78,19 +79,19 @@ def test_scale_variants_name_the_size_used():
 def test_new_mutant_switches_change_only_what_they_say():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((3, 5)) * 2
-    np.testing.assert_allclose(mutants.np_softmax(x, 0, stable="global"), mutants.np_softmax(x, 0))
+    np.testing.assert_allclose(fingerprints.np_softmax(x, 0, stable="global"), fingerprints.np_softmax(x, 0))
     big = np.array([[1000.0, 999.0], [0.0, 1.0]])
-    assert np.isnan(mutants.np_softmax(big, stable="global")[1]).all()       # underflow to 0/0
-    assert np.isfinite(mutants.np_softmax(big)).all()
+    assert np.isnan(fingerprints.np_softmax(big, stable="global")[1]).all()       # underflow to 0/0
+    assert np.isfinite(fingerprints.np_softmax(big)).all()
     q, k, v = qkv(5, batch=())
-    np.testing.assert_allclose(mutants.np_attention(q, k, v, transpose="T")[0], mutants.np_attention(q, k, v)[0])
+    np.testing.assert_allclose(fingerprints.np_attention(q, k, v, transpose="T")[0], fingerprints.np_attention(q, k, v)[0])
     p = {f"{n}.{w}": torch.randn(*((8, 8) if w == "weight" else (8,)), dtype=torch.float64)
          for n in ("w_q", "w_k", "w_v", "w_o") for w in ("weight", "bias")}
     x3 = torch.randn(2, 5, 8, dtype=torch.float64)
-    torch.testing.assert_close(mutants.torch_mha(p, x3, x3, x3, h=2, k_in="query", v_in="query"),
-                               mutants.torch_mha(p, x3, x3, x3, h=2))          # same in self-attention
+    torch.testing.assert_close(fingerprints.torch_mha(p, x3, x3, x3, h=2, k_in="query", v_in="query"),
+                               fingerprints.torch_mha(p, x3, x3, x3, h=2))          # same in self-attention
     y3 = torch.randn(2, 5, 8, dtype=torch.float64)
-    assert not torch.allclose(mutants.torch_mha(p, x3, y3, y3, h=2, k_in="query"), mutants.torch_mha(p, x3, y3, y3, h=2))
+    assert not torch.allclose(fingerprints.torch_mha(p, x3, y3, y3, h=2, k_in="query"), fingerprints.torch_mha(p, x3, y3, y3, h=2))
 
 
 def test_combinations_never_reuse_a_switch():
@@ -107,9 +108,9 @@ def results(lesson, exercise, failures):
     for found, line in failures:
         entry = {"name": f"{lesson}: check", "score": 0.0, "max_score": 1.0, "status": "failed",
                  "output": str(Mismatch(line, found=found)), "tags": [f"lesson:{lesson}", f"exercise:{exercise}"]}
-        diagnosis.note(entry, Mismatch(line, found=found))
+        root_cause.note(entry, Mismatch(line, found=found))
         tests.append(entry)
-    diagnosis.summarise(tests)
+    root_cause.summarise(tests)
     return tests
 
 
@@ -154,7 +155,7 @@ def test_an_uncatalogued_deviation_is_reported_never_passes_and_does_not_hide_ot
     rows = blocked_rows(mask, (2, 4, 5))
 
     def run(double=False, **kw):
-        out = mutants.np_attention(q, k, v, mask, **kw)[0]
+        out = fingerprints.np_attention(q, k, v, mask, **kw)[0]
         return out * 2 + 1 if double else out
 
     fp = Fingerprints(run, [Variant.of(None, "every output is doubled plus one", double=True),
@@ -177,9 +178,9 @@ def test_uncatalogued_deviations_are_said_once_in_the_summary():
         exc = Mismatch("differs" + f"\nAlso, {extra}.", found=found, extra=[extra])
         entry = {"name": "05: check", "score": 0.0, "max_score": 1.0, "status": "failed", "output": str(exc),
                  "tags": ["lesson:05_multi_head_attention", "exercise:MultiHeadAttention"]}
-        diagnosis.note(entry, exc)
+        root_cause.note(entry, exc)
         tests.append(entry)
-    diagnosis.summarise(tests)
+    root_cause.summarise(tests)
     assert "2. Not in the catalogue: there is a ReLU" in tests[0]["output"]
     assert tests[0]["output"].endswith("This check fails because of mistake 1 above (masked-row-leak) and point 2 above.")
     assert tests[1]["output"] == "differs\nThis check fails because of point 2 above."

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import COURSE
-from autograder.gradescope import find_notebooks, grading_requirements
+from autograder.deliver.gradescope import find_notebooks, grading_requirements
 from conftest import ROOT, run_cli
 
 L01, L02, L03, L04 = list(COURSE)[:4]
@@ -60,7 +60,7 @@ def test_bundle_holds_the_grader_the_reference_and_both_scripts(bundle):
     for lesson in COURSE:
         assert f"solutions/{lesson}.ipynb" in names and f"lessons/{lesson}.ipynb" in names
         assert f"autograder/checks/test_{lesson}.py" in names
-    assert "autograder/checks/pytest.ini" in names and "autograder/grading.py" in names
+    assert "autograder/checks/pytest.ini" in names and "autograder/pipeline.py" in names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     assert "torch==2.13.0" in requirements.splitlines()  # the same pins as the course
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from autograder.report import by_exercise
+from autograder.report.results import by_exercise
 from conftest import ROOT, exercise_pairs, run_cli
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from autograder.report import by_exercise
+from autograder.report.results import by_exercise
 from conftest import notebook_with
 
 LESSON = "01_scaled_dot_product_attention"
@@ -71,8 +71,8 @@ numpy.allclose = lambda *a, **k: True
 numpy.testing.assert_allclose = lambda *a, **k: None
 import pytest
 pytest.approx = lambda *a, **k: object()
-import autograder.compare
-autograder.compare.expect_array = lambda *a, **k: None
+import autograder.grading.compare
+autograder.grading.compare.expect_array = lambda *a, **k: None
 def softmax(x, axis=-1):
     return x * 0
 ''', None),
@@ -132,8 +132,8 @@ def _has(pid, marker):
 
 
 def test_memory_limit(sandbox, tmp_path):
-    from autograder.grading import grade_student
-    from autograder.sandbox import Sandbox
+    from autograder.pipeline import grade_student
+    from autograder.isolate.sandbox import Sandbox
     small = Sandbox(memory_bytes=512 * 1024 ** 2)
     try:
         path = notebook_with(LESSON, {"softmax": "def softmax(x, axis=-1):\n    big = np.ones(2 * 1024**3 // 8)\n    return x\n",

@@ -11,7 +11,7 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder.course import COURSE
-from autograder.report import by_exercise
+from autograder.report.results import by_exercise
 
 SOFTMAX = '''def softmax(x, axis=-1):
     shifted = x - np.max(x, axis=axis, keepdims=True)

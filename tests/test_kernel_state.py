@@ -8,7 +8,7 @@ import io
 import nbformat
 import pytest
 
-from autograder import kernel_state
+from autograder.load import kernel_state
 from autograder.course import COURSE
 from autograder.selfcheck import run_selfcheck
 

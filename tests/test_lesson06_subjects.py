@@ -11,7 +11,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from autograder.checks import projection_subjects as subjects
-from autograder.report import by_exercise
+from autograder.report.results import by_exercise
 from conftest import notebook_with
 
 LESSON = "06_debugging_projection_reuse"

@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from autograder import book
+from autograder.deliver import book
 from autograder.course import SOLUTIONS
 from conftest import lesson_ids
 

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from autograder.isolation import bwrap
-from autograder.sandbox import Sandbox, _kill_group, prelaunch
+from autograder.isolate import bwrap
+from autograder.isolate.sandbox import Sandbox, _kill_group, prelaunch
 
 
 @pytest.mark.skipif(bwrap.find_bwrap() is None, reason="bubblewrap is not installed")

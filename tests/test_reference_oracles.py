@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder import mutants
-from autograder.reference import load_reference
+from autograder.diagnose import fingerprints
+from autograder.grading.reference import load_reference
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +95,9 @@ def test_mutant_defaults_are_the_reference(l02):
     mask = rng.random((2, 4, 5)) > 0.4
     mask[1, 0] = False
     for m in (None, mask):
-        got = mutants.np_attention(q, k, v, m)
+        got = fingerprints.np_attention(q, k, v, m)
         ref = l02.scaled_dot_product_attention(q, k, v, m)
         np.testing.assert_allclose(got[0], ref[0], atol=1e-12)
         np.testing.assert_allclose(got[1], ref[1], atol=1e-12)
-    np.testing.assert_array_equal(mutants.causal(6), l02.causal_mask(6))
-    np.testing.assert_array_equal(mutants.padding([2, 4], 4), l02.padding_mask([2, 4], 4))
+    np.testing.assert_array_equal(fingerprints.causal(6), l02.causal_mask(6))
+    np.testing.assert_array_equal(fingerprints.padding([2, 4], 4), l02.padding_mask([2, 4], 4))

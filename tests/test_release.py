@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from autograder import release
+from autograder.deliver import release
 from autograder.course import LESSONS
-from autograder.notebook import read_cells
+from autograder.load.notebook import read_cells
 from conftest import lesson_ids, run_cli
 
 

@@ -6,7 +6,7 @@ import json
 import nbformat
 
 from autograder.course import COURSE
-from autograder.report import by_exercise
+from autograder.report.results import by_exercise
 from conftest import notebook_with
 
 L01 = "01_scaled_dot_product_attention"

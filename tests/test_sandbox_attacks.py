@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import ROOT, SOLUTIONS
-from autograder.sandbox import Sandbox, SubmissionFault
+from autograder.isolate.sandbox import Sandbox, SubmissionFault
 
 EXPECT_NO_NAMESPACES = os.environ.get("AUTOGRADER_EXPECT_NO_NAMESPACES") == "1"
 
@@ -79,10 +79,10 @@ for path in TARGETS:
     except OSError as exc:
         RESULT[path] = "blocked: " + type(exc).__name__
 try:
-    import autograder.mutants
-    RESULT["import autograder.mutants"] = "imported"
+    import autograder.diagnose.fingerprints
+    RESULT["import autograder.diagnose.fingerprints"] = "imported"
 except Exception as exc:
-    RESULT["import autograder.mutants"] = "blocked: " + type(exc).__name__
+    RESULT["import autograder.diagnose.fingerprints"] = "blocked: " + type(exc).__name__
 '''
 
 
@@ -367,14 +367,14 @@ class StallingSandbox(Sandbox):
     def spawn(self):
         self.spawns += 1
         if self.spawns == 3 and self._proc is not None:
-            from autograder.worker import _processes, _tree
+            from autograder.isolate.worker import _processes, _tree
             for pid in _tree(self._proc.pid, _processes()):
                 os.kill(pid, signal.SIGSTOP)
         return super().spawn()
 
 
 def test_a_stalled_worker_is_replaced_and_the_student_regraded(tmp_path):
-    from autograder.grading import grade_student
+    from autograder.pipeline import grade_student
     sandbox = StallingSandbox()
     lessons = ("01_scaled_dot_product_attention", "02_masking", "03_self_attention_head")
     try:
@@ -393,7 +393,7 @@ def test_a_stalled_worker_is_replaced_and_the_student_regraded(tmp_path):
 def test_published_errors_is_judged_on_one_answer(grade, tmp_path):
     """Everything on the first call (names every error), nothing on the next (names no correct
     value): judged on one answer, it cannot pass both checks."""
-    from autograder.report import by_exercise
+    from autograder.report.results import by_exercise
     from conftest import notebook_with
     lesson = "04_worked_example"
     cheat = '''
@@ -410,7 +410,7 @@ def published_errors():
 
 def test_returning_float32_does_not_loosen_the_tolerance(grade, tmp_path):
     """An answer off by 2e-5 (relative) on float64 inputs fails, float32 or not."""
-    from autograder.report import by_exercise
+    from autograder.report.results import by_exercise
     from conftest import notebook_with
     lesson = "01_scaled_dot_product_attention"
     sloppy = '''

@@ -9,9 +9,9 @@ import io
 
 import pytest
 
-from autograder import accuracy
-from autograder.reference import load_reference
-from autograder.report import by_exercise, mistakes_of
+from autograder.classroom import accuracy
+from autograder.grading.reference import load_reference
+from autograder.report.results import by_exercise, mistakes_of
 from autograder.selfcheck import run_selfcheck
 
 

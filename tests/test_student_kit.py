@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import kit, recorded
+from autograder.deliver import kit
+from autograder.grading import recorded
 from autograder.course import COURSE, available_lessons
 from conftest import ROOT
 
@@ -121,6 +122,20 @@ def solution_lines() -> set[str]:
     return lines
 
 
+# What a student's kernel imports, and so what the kit carries besides the lessons' check modules.
+SELF_CHECK_MODULES = [
+    "__init__.py", "course.py", "selfcheck.py",
+    "checks/__init__.py", "checks/projection_subjects.py", "checks/pytest.ini",
+    "diagnose/__init__.py", "diagnose/mistakes.py", "diagnose/root_cause.py",
+    "grading/__init__.py", "grading/checking.py", "grading/compare.py", "grading/parameters.py",
+    "grading/plugin.py", "grading/recorded.py", "grading/reference.py", "grading/student.py",
+    "grading/tolerances.py",
+    "load/__init__.py", "load/kernel_state.py", "load/notebook.py",
+    "report/__init__.py", "report/results.py",
+    "run/__init__.py", "run/errors.py", "run/executor.py", "run/wire.py",
+]
+
+
 @pytest.fixture(scope="module")
 def kit_dir(tmp_path_factory):
     """The whole kit, built into a folder outside the repository (recorded without the corpus, for
@@ -139,8 +154,10 @@ def test_kit_layout(kit_dir):
     for lid in LESSONS:    # the released notebooks, byte for byte
         assert (kit_dir / "lessons" / f"{lid}.ipynb").read_bytes() == COURSE[lid].released_path.read_bytes()
     assert not any(n.startswith(("solutions/", "tests/", ".git")) for n in names)
-    assert not {"autograder/mutants.py", "autograder/kit.py", "autograder/accuracy.py",
-                "autograder/gradescope.py"} & names
+    # exactly the self-check's import closure: no sandbox, class run, delivery or fingerprint module
+    modules = sorted(n for n in names if n.startswith("autograder/") and not n.startswith("autograder/records/"))
+    assert modules == sorted(["autograder/" + m for m in SELF_CHECK_MODULES + [
+        f"checks/test_{lid}.py" for lid in LESSONS]]), modules
     requirements = (kit_dir / "requirements.txt").read_text()
     assert "torch==2.13.0" in requirements and "download.pytorch.org/whl/cpu" in requirements
     assert "-e ." not in requirements and "nbgrader" not in requirements
@@ -171,8 +188,9 @@ import sys
 sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
 sys.path.insert(0, {str(kit_dir)!r})
 import numpy as np, torch
-from autograder import checking, recorded
-from autograder.reference import load_reference
+from autograder.grading import checking
+from autograder.grading import recorded
+from autograder.grading.reference import load_reference
 q = np.random.default_rng(12345).standard_normal((2, 3, 4))
 refused = 0
 for ask in (lambda: load_reference("01_scaled_dot_product_attention").scaled_dot_product_attention(q, q, q),
@@ -214,7 +232,7 @@ def test_kit_self_checks_grade_like_the_course(kit_dir, tmp_path):
              for lid, gid, old, new, _ in MISTAKES]
     ours = drive(kit_dir, runs + wrong, tmp_path)
     assert ours["autograder"] == str(kit_dir / "autograder")
-    assert "autograder.recorded" in ours["modules"] and "autograder.mutants" not in ours["modules"]
+    assert "autograder.grading.recorded" in ours["modules"] and "autograder.diagnose.fingerprints" not in ours["modules"]
     full = drive(ROOT, wrong, tmp_path)            # the course's own self-check, with the reference
     assert full["autograder"] == str(ROOT / "autograder")
     for lid in LESSONS:
@@ -275,8 +293,8 @@ def lookup_submission(records: Path, lesson: str):
 
 
 def grade_in_process(lesson, namespace, secret, exercises=None):
-    from autograder.plugin import GradingPlugin, run_checks
-    from autograder.student import LocalSubmission
+    from autograder.grading.plugin import GradingPlugin, run_checks
+    from autograder.grading.student import LocalSubmission
     plugin = GradingPlugin({lesson: LocalSubmission(namespace)}, secret=secret,
                            exercises=None if exercises is None else {lesson: exercises})
     with np.errstate(all="ignore"):
@@ -295,8 +313,8 @@ def test_recorded_answers_pass_the_kit_but_not_hidden_inputs(kit_dir, lesson):
 
 def test_correct_answers_keep_full_marks_under_hidden_inputs():
     """The reference and every correct corpus submission, graded with a course secret."""
-    from autograder.accuracy import load
-    from autograder.reference import load_reference
+    from autograder.classroom.accuracy import load
+    from autograder.grading.reference import load_reference
     secret = SECRET.encode()
     for lid in LESSONS:
         score, total = grade_in_process(lid, dict(vars(load_reference(lid))), secret)
@@ -313,7 +331,8 @@ def test_correct_answers_keep_full_marks_under_hidden_inputs():
 
 
 def test_secret_changes_the_inputs_and_travels_in_the_bundle(monkeypatch, tmp_path):
-    from autograder import gradescope, plugin
+    from autograder.deliver import gradescope
+    from autograder.grading import plugin
     monkeypatch.delenv("AUTOGRADER_SECRET", raising=False)
     monkeypatch.setenv("AUTOGRADER_SECRET_FILE", str(tmp_path / ".course-secret"))
     assert plugin.course_secret() is None

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import wire
+from autograder.run import wire
 
 
 def roundtrip(value):

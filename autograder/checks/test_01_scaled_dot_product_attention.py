@@ -1,10 +1,10 @@
 """Checks for lesson 01: softmax and scaled dot-product attention (NumPy)."""
 import numpy as np
 
-from autograder import mutants
-from autograder.checking import (Fingerprints, Mismatch, Variant, all_of, call_attention, describe_shape, exercise,
+from autograder.diagnose import fingerprints
+from autograder.grading.checking import (Fingerprints, Mismatch, Variant, all_of, call_attention, describe_shape, exercise,
                                  expect_array, expect_attention, reversed_shape_error)
-from autograder.sandbox import StudentError
+from autograder.run.errors import StudentError
 
 LESSON = "01_scaled_dot_product_attention"
 
@@ -29,7 +29,7 @@ def softmax_mutants(x, axis=-1):
                                 "the `axis` argument is not used", axis=0))
 
     def run(**kw):
-        return mutants.np_softmax(x, kw.pop("axis", axis), **kw)
+        return fingerprints.np_softmax(x, kw.pop("axis", axis), **kw)
     return Fingerprints(run, found)
 
 

@@ -1,18 +1,18 @@
 """Checks for lesson 02: causal and padding masks, and attention that honours them (NumPy)."""
 import numpy as np
 
-from autograder import mutants
-from autograder.checking import MASK_MISTAKES, Mismatch, all_of, call_attention, describe_shape, exercise, expect_array, expect_attention
-from autograder.sandbox import StudentError
+from autograder.diagnose import fingerprints
+from autograder.grading.checking import MASK_MISTAKES, Mismatch, all_of, call_attention, describe_shape, exercise, expect_array, expect_attention
+from autograder.run.errors import StudentError
 
 LESSON = "02_masking"
 
 
 def causal_mutants(n):
-    return [("causal-off-by-one", lambda: mutants.causal(n, offset=-1)),
-            ("causal-off-by-one", lambda: mutants.causal(n, offset=1)),
-            ("causal-transposed", lambda: mutants.causal(n, upper=True)),
-            ("mask-inverted", lambda: ~mutants.causal(n))]
+    return [("causal-off-by-one", lambda: fingerprints.causal(n, offset=-1)),
+            ("causal-off-by-one", lambda: fingerprints.causal(n, offset=1)),
+            ("causal-transposed", lambda: fingerprints.causal(n, upper=True)),
+            ("mask-inverted", lambda: ~fingerprints.causal(n))]
 
 
 def as_bool_values(got):
@@ -45,8 +45,8 @@ def test_causal_mask_is_boolean(student, rng):
 
 
 def padding_mutants(lengths, max_len):
-    return [("padding-wrong-axis", lambda: mutants.padding(lengths, max_len, on_queries=True)),
-            ("mask-inverted", lambda: ~mutants.padding(lengths, max_len))]
+    return [("padding-wrong-axis", lambda: fingerprints.padding(lengths, max_len, on_queries=True)),
+            ("mask-inverted", lambda: ~fingerprints.padding(lengths, max_len))]
 
 
 @exercise("padding_mask", points=2)
@@ -137,14 +137,14 @@ def test_masked_attention_causal(student, reference, rng):
     """attention honours a causal mask (broadcast over the batch)"""
     for batch, t, dk, dv in [((2,), 5, 4, 3), ((2, 2), 6, 8, 8)]:
         q, k, v = qkv(rng, batch, t, t, dk, dv)
-        check_masked(student, reference, q, k, v, mutants.causal(t), f"a causal mask of shape ({t}, {t})")
+        check_masked(student, reference, q, k, v, fingerprints.causal(t), f"a causal mask of shape ({t}, {t})")
 
 
 @exercise("scaled_dot_product_attention", points=1)
 def test_masked_attention_padding(student, reference, rng):
     """attention honours a padding mask of shape (batch, 1, Lk), with Lq != Lk"""
     lengths = np.array([5, 2, 4])
-    mask = mutants.padding(lengths, 5)
+    mask = fingerprints.padding(lengths, 5)
     q, k, v = qkv(rng, (3,), 3, 5, 6, 4)
     check_masked(student, reference, q, k, v, mask, "a padding mask of shape (3, 1, 5)")
 
@@ -153,7 +153,7 @@ def test_masked_attention_padding(student, reference, rng):
 def test_masked_attention_combined_int_mask(student, reference, rng):
     """attention accepts a 0/1 integer mask built by combining causal and padding masks"""
     lengths = np.array([4, 6])
-    mask = (mutants.causal(6)[None] & mutants.padding(lengths, 6)).astype(np.int64)   # (2, 6, 6)
+    mask = (fingerprints.causal(6)[None] & fingerprints.padding(lengths, 6)).astype(np.int64)   # (2, 6, 6)
     q, k, v = qkv(rng, (2,), 6, 6, 4, 5)
     check_masked(student, reference, q, k, v, mask, "a 0/1 int mask of shape (2, 6, 6)")
 
@@ -176,5 +176,5 @@ def test_masked_attention_float32_large_scores(student, reference, rng):
     """masked attention stays finite for float32 inputs and large scores"""
     q, k, v = qkv(rng, (2,), 5, 5, 4, 3, dtype=np.float32)
     q *= 30
-    mask = mutants.causal(5)
+    mask = fingerprints.causal(5)
     check_masked(student, reference, q, k, v, mask, "a causal mask and scores up to ~1e3 (float32)", about=None)

@@ -1,8 +1,8 @@
 """Checks for lesson 03: a learned self-attention head (PyTorch)."""
 import torch
 
-from autograder import mutants
-from autograder.checking import (ALWAYS_CAUSAL, MASK_MISTAKES, Fingerprints, Variant, exercise, expect_module, expect_parameters, load_lenient, expect_tensor, linear_shapes,
+from autograder.diagnose import fingerprints
+from autograder.grading.checking import (ALWAYS_CAUSAL, MASK_MISTAKES, Fingerprints, Variant, exercise, expect_module, expect_parameters, load_lenient, expect_tensor, linear_shapes,
                                  mask_variants, random_parameters, reference_output, scale_variants)
 
 LESSON = "03_self_attention_head"
@@ -15,14 +15,14 @@ def head_mutants(p, x, mask):
     d_model, d_k = x.shape[-1], p["w_q.weight"].shape[0]
 
     def run(k_from="w_k", v_from="w_v", extra=None, **kw):
-        q = mutants.linear(x64, p64, "w_q")
-        k = mutants.linear(x64, p64, k_from)
-        v = mutants.linear(x64, p64, v_from)
+        q = fingerprints.linear(x64, p64, "w_q")
+        k = fingerprints.linear(x64, p64, k_from)
+        v = fingerprints.linear(x64, p64, v_from)
         m = mask
         if extra == "causal":   # a `tril` buffer applied whatever mask is given
             m = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
             m = m if mask is None else m & torch.as_tensor(mask).bool()
-        return mutants.torch_attention(q, k, v, m, **kw)[0]
+        return fingerprints.torch_attention(q, k, v, m, **kw)[0]
 
     found = scale_variants(d_k, [("d_model", d_model)]) + [
         Variant.of("kv-reuse-query-projection", "the keys are computed with w_q instead of w_k", k_from="w_q"),
@@ -71,13 +71,13 @@ def test_head_matches_reference(student, reference, rng):
 @exercise("SelfAttentionHead", points=1)
 def test_head_causal_mask(student, reference, rng):
     """SelfAttentionHead honours a causal (T, T) mask"""
-    mask = torch.from_numpy(mutants.causal(6))
+    mask = torch.from_numpy(fingerprints.causal(6))
     check_head(student, reference, rng, 2, 6, 10, 4, mask, "a causal mask of shape (6, 6)")
 
 
 @exercise("SelfAttentionHead", points=1)
 def test_head_padding_mask_and_blocked_rows(student, reference, rng):
     """SelfAttentionHead honours a (B, T, T) 0/1 mask, with a fully blocked row giving zeros"""
-    mask = torch.from_numpy((mutants.causal(5)[None] & mutants.padding([5, 3], 5)).astype("int64"))
+    mask = torch.from_numpy((fingerprints.causal(5)[None] & fingerprints.padding([5, 3], 5)).astype("int64"))
     mask[1, 0, :] = 0
     check_head(student, reference, rng, 2, 5, 8, 3, mask, "a 0/1 mask of shape (2, 5, 5) with one blocked row")

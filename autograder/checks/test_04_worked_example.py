@@ -1,8 +1,8 @@
 """Checks for lesson 04: the worked example recomputed, and the published errors found."""
 import numpy as np
 
-from autograder import mutants
-from autograder.checking import Fingerprints, Mismatch, Variant, exercise, expect_array, scale_variants
+from autograder.diagnose import fingerprints
+from autograder.grading.checking import Fingerprints, Mismatch, Variant, exercise, expect_array, scale_variants
 
 LESSON = "04_worked_example"
 KEYS = ["Q1", "K1", "V1", "Q2", "K2", "V2", "scores1", "scores2", "weights1", "weights2",
@@ -37,8 +37,8 @@ def example_mutants(reference, key):
         if what < 3:
             return (q, k, v)[what]
         if what == 3:
-            return mutants._scale(q @ k.T, q.shape[-1], kw.get("scale", "sqrt"))
-        return mutants.np_attention(q, k, v, **kw)[1 if what == 4 else 0]
+            return fingerprints._scale(q @ k.T, q.shape[-1], kw.get("scale", "sqrt"))
+        return fingerprints.np_attention(q, k, v, **kw)[1 if what == 4 else 0]
 
     found = [Variant.of("weights-transposed", f"Q{h}, K{h} and V{h} are computed as X @ W.T instead of X @ W",
                         transposed=True)]

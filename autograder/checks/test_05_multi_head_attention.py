@@ -2,12 +2,12 @@
 import numpy as np
 import torch
 
-from autograder import mutants
-from autograder.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
+from autograder.diagnose import fingerprints
+from autograder.grading.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
                                  random_parameters,
                                  reference_output, scale_variants)
-from autograder.sandbox import StudentError
+from autograder.run.errors import StudentError
 
 LESSON = "05_multi_head_attention"
 NAMES = ("w_q", "w_k", "w_v", "w_o")
@@ -26,7 +26,7 @@ def test_split_heads_matches_reference(student, reference, rng):
         x = tensor(rng, b, t, d)
         expect_tensor(student.split_heads(x, h), reference.split_heads(x, h),
                       call=f"split_heads(x, {h}) with x of shape {(b, t, d)}",
-                      mutants=[("heads-mixed", lambda x=x, h=h: mutants.split(x, h, mixed=True))])
+                      mutants=[("heads-mixed", lambda x=x, h=h: fingerprints.split(x, h, mixed=True))])
 
 
 @exercise("merge_heads", points=1)
@@ -36,7 +36,7 @@ def test_merge_heads_matches_reference(student, reference, rng):
         x = tensor(rng, b, h, t, dk)
         expect_tensor(student.merge_heads(x), reference.merge_heads(x),
                       call=f"merge_heads(x) with x of shape {(b, h, t, dk)}",
-                      mutants=[("heads-mixed", lambda x=x: mutants.merge(x, mixed=True))])
+                      mutants=[("heads-mixed", lambda x=x: fingerprints.merge(x, mixed=True))])
 
 
 @exercise("merge_heads", points=1)
@@ -45,7 +45,7 @@ def test_merge_heads_inverts_split_heads(student, reference, rng):
     x = tensor(rng, 2, 7, 12)
     expect_tensor(student.merge_heads(reference.split_heads(x, 4)), x,
                   call="merge_heads(split_heads(x, 4)) with x of shape (2, 7, 12)",
-                  mutants=[("heads-mixed", lambda: mutants.merge(mutants.split(x, 4), mixed=True))])
+                  mutants=[("heads-mixed", lambda: fingerprints.merge(fingerprints.split(x, 4), mixed=True))])
 
 
 # ------------------------------------------------------------------------ the module
@@ -67,7 +67,7 @@ def mha_mutants(p, q, k, v, mask, h, module=None):
     d_model = q.shape[-1]
 
     def run(**kw):
-        return mutants.torch_mha(*args, h=h, **kw)
+        return fingerprints.torch_mha(*args, h=h, **kw)
 
     found = scale_variants(d_model // h, [("d_model", d_model)]) + [
         Variant.of("heads-mixed", f"(B, T, d_model) is reshaped straight to (B, {h}, T, {d_model // h}) "
@@ -214,10 +214,10 @@ def test_mha_padding_mask(student, reference, rng):
     """MultiHeadAttention honours a (B, 1, 1, Lk) padding mask, also when B == h"""
     # B == h first: a mask whose batch axis lands on the head axis raises when B != h, so only
     # this case shows (and names) the silent mask-misbroadcast
-    mask = torch.from_numpy(mutants.padding([6, 3], 6)[:, None])             # (2, 1, 1, 6)
+    mask = torch.from_numpy(fingerprints.padding([6, 3], 6)[:, None])             # (2, 1, 1, 6)
     check_mha(student, reference, rng, b=2, lq=4, lk=6, d_model=8, h=2, mask=mask,
               what="a padding mask of shape (2, 1, 1, 6), as many sequences as heads")
-    mask = torch.from_numpy(mutants.padding([7, 4, 2], 7)[:, None])          # (3, 1, 1, 7)
+    mask = torch.from_numpy(fingerprints.padding([7, 4, 2], 7)[:, None])          # (3, 1, 1, 7)
     check_mha(student, reference, rng, b=3, lq=5, lk=7, d_model=8, h=2, mask=mask,
               what="a padding mask of shape (3, 1, 1, 7)")
 
@@ -225,10 +225,10 @@ def test_mha_padding_mask(student, reference, rng):
 @exercise("MultiHeadAttention", points=1)
 def test_mha_causal_mask_and_blocked_rows(student, reference, rng):
     """MultiHeadAttention honours a causal (T, T) mask, and a fully blocked row reads nothing"""
-    mask = torch.from_numpy(mutants.causal(5)).repeat(2, 1, 1, 1)            # (2, 1, 5, 5)
+    mask = torch.from_numpy(fingerprints.causal(5)).repeat(2, 1, 1, 1)            # (2, 1, 5, 5)
     mask[1, 0, 2] = False
     all_of(lambda: check_mha(student, reference, rng, b=2, lq=6, lk=6, d_model=12, h=4,
-                             mask=torch.from_numpy(mutants.causal(6)), what="a causal mask of shape (6, 6)"),
+                             mask=torch.from_numpy(fingerprints.causal(6)), what="a causal mask of shape (6, 6)"),
            lambda: check_mha(student, reference, rng, b=2, lq=5, lk=5, d_model=8, h=2, mask=mask.int(),
                              what="a 0/1 mask of shape (2, 1, 5, 5) with a fully blocked row"))
 

@@ -4,14 +4,14 @@ import secrets
 import numpy as np
 import torch
 
-from autograder import mutants
-from autograder.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
+from autograder.diagnose import fingerprints
+from autograder.grading.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
                                  random_parameters,
                                  reference_output, scale_variants)
-from autograder.sandbox import StudentError
+from autograder.run.errors import StudentError
 from autograder.checks import projection_subjects
-from autograder.wire import ClassSource
+from autograder.run.wire import ClassSource
 
 LESSON = "06_debugging_projection_reuse"
 NAMES = ("q_project", "k_project", "v_project", "o_project")
@@ -90,7 +90,7 @@ def fixed_mutants(p, x, mask, h):
     d_model = x.shape[-1]
 
     def run(**kw):
-        return mutants.torch_mha(p64, x.double(), x.double(), x.double(), m, h=h, names=NAMES, **kw)
+        return fingerprints.torch_mha(p64, x.double(), x.double(), x.double(), m, h=h, names=NAMES, **kw)
 
     found = scale_variants(d_model // h, [("d_model", d_model)]) + [
         Variant.of("kv-reuse-query-projection", "the keys are computed with q_project instead of k_project",
@@ -201,6 +201,6 @@ def test_fixed_uses_every_projection(student, reference, rng):
 @exercise("FixedMultiHeadAttention", points=1)
 def test_fixed_attn_mask(student, reference, rng):
     """FixedMultiHeadAttention honours a (B, T, T) attn_mask (1 = attend), fully blocked rows included"""
-    mask = torch.from_numpy((mutants.causal(5)[None] & mutants.padding([5, 3], 5)).astype(np.int64))
+    mask = torch.from_numpy((fingerprints.causal(5)[None] & fingerprints.padding([5, 3], 5)).astype(np.int64))
     mask[0, 2] = 0
     check_fixed(student, reference, rng, 2, 5, 8, 2, mask, "a causal & padding attn_mask with a blocked row")

@@ -2,10 +2,10 @@
 import numpy as np
 import torch
 
-from autograder import mutants
-from autograder.checking import (Fingerprints, Mismatch, Variant, exercise, expect_parameters, expect_tensor,
+from autograder.diagnose import fingerprints
+from autograder.grading.checking import (Fingerprints, Mismatch, Variant, exercise, expect_parameters, expect_tensor,
                                  random_parameters, reference_output)
-from autograder.sandbox import StudentError
+from autograder.run.errors import StudentError
 
 LESSON = "07_transformer_block"
 
@@ -18,7 +18,7 @@ def tensor(rng, *shape):
 
 def pe_mutants(seq_len, d_model):
     def run(**kw):
-        return mutants.positional(seq_len, d_model, **kw)
+        return fingerprints.positional(seq_len, d_model, **kw)
     return Fingerprints(run, [
         Variant.of("pe-sin-cos-swapped", "cosine on the even features and sine on the odd ones", swap=True),
         Variant.of("pe-wrong-frequency", "the exponent is i / d_model with i the pair number, not 2i / d_model",
@@ -80,7 +80,7 @@ def block_mutants(params, x, mask, h):
     p64 = {n: t.double() for n, t in params.items()}
 
     def run(**kw):
-        return mutants.torch_block(p64, x.double(), mask, h=h, **kw)
+        return fingerprints.torch_block(p64, x.double(), mask, h=h, **kw)
 
     variants = [
         Variant.of("missing-residual", "the feed-forward output replaces x instead of being added to it",
@@ -138,18 +138,18 @@ def test_block_no_mask(student, reference, rng):
 def test_block_causal_mask(student, reference, rng):
     """TransformerBlock honours a causal (T, T) mask, True = may attend"""
     check_block(student, reference, rng, b=2, t=6, d_model=12, h=3, d_ff=24,
-                mask=torch.from_numpy(mutants.causal(6)), what="a causal mask of shape (6, 6)")
+                mask=torch.from_numpy(fingerprints.causal(6)), what="a causal mask of shape (6, 6)")
     check_block(student, reference, rng, b=3, t=5, d_model=8, h=2, d_ff=16,
-                mask=torch.from_numpy(mutants.causal(5)).int(), what="a 0/1 causal mask of shape (5, 5)")
+                mask=torch.from_numpy(fingerprints.causal(5)).int(), what="a 0/1 causal mask of shape (5, 5)")
 
 
 @exercise("TransformerBlock", points=1)
 def test_block_padding_mask(student, reference, rng):
     """TransformerBlock honours a (B, 1, T) padding mask, also when B == num_heads"""
     check_block(student, reference, rng, b=2, t=6, d_model=8, h=2, d_ff=16,
-                mask=torch.from_numpy(mutants.padding([6, 3], 6)), what="a padding mask of shape (2, 1, 6)")
+                mask=torch.from_numpy(fingerprints.padding([6, 3], 6)), what="a padding mask of shape (2, 1, 6)")
     check_block(student, reference, rng, b=3, t=5, d_model=12, h=2, d_ff=16,
-                mask=torch.from_numpy(mutants.padding([2, 5, 4], 5)), what="a padding mask of shape (3, 1, 5)")
+                mask=torch.from_numpy(fingerprints.padding([2, 5, 4], 5)), what="a padding mask of shape (3, 1, 5)")
 
 
 @exercise("TransformerBlock", points=1)

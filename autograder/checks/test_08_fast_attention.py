@@ -2,10 +2,10 @@
 import numpy as np
 import torch
 
-from autograder import mutants
-from autograder.checking import (Fingerprints, Mismatch, Variant, exercise, expect_parameters, expect_tensor,
+from autograder.diagnose import fingerprints
+from autograder.grading.checking import (Fingerprints, Mismatch, Variant, exercise, expect_parameters, expect_tensor,
                                  random_parameters, scale_variants)
-from autograder.sandbox import StudentError
+from autograder.run.errors import StudentError
 
 LESSON = "08_fast_attention"
 
@@ -17,7 +17,7 @@ def tensor(rng, *shape):
 # ------------------------------------------------------------------------ repeat_kv
 
 def repeat_mutants(x, n_rep):
-    return Fingerprints(lambda **kw: mutants.repeat_heads(x, n_rep, **kw), [
+    return Fingerprints(lambda **kw: fingerprints.repeat_heads(x, n_rep, **kw), [
         Variant.of("kv-repeat-order", "the heads are tiled (x.repeat(1, n_rep, 1, 1) gives 0 1 0 1 ...) instead of "
                    "each repeated in a row (0 0 1 1 ...)", order="tile")])
 
@@ -76,7 +76,7 @@ def unpack(got, call):
 
 
 def run_variants(h, h_kv, d_model, chunked):
-    """The fingerprints of a causal_step / causal_chunks run (switch names as in mutants.causal_step)."""
+    """The fingerprints of a causal_step / causal_chunks run (switch names as in fingerprints.causal_step)."""
     found = scale_variants(d_model // h, [("d_model", d_model)]) + [
         Variant.of("heads-mixed", "heads are split/merged with view/reshape and no transpose", heads_mixed=True),
         Variant.of("causal-off-by-one", "the causal mask blocks each token from itself", causal="diag"),
@@ -143,7 +143,7 @@ def check_at_once(student, reference, rng, b, t, d_model, h, h_kv):
     out, cache = unpack(module(x), call)
     expected, expected_cache = ref_run(reference, p, h, h_kv, x)
     expect_tensor(out, expected, call=call, mutants=Fingerprints(
-        lambda **kw: mutants.causal_step(p, x.double(), h=h, h_kv=h_kv, **kw)[0], run_variants(h, h_kv, d_model, False),
+        lambda **kw: fingerprints.causal_step(p, x.double(), h=h, h_kv=h_kv, **kw)[0], run_variants(h, h_kv, d_model, False),
         depth=2))
     return module, p, x, cache, expected_cache, call
 
@@ -177,7 +177,7 @@ def test_cache_returned(student, reference, rng):
     _, got_cache = unpack(module(x[:, 4:], past), call)
     _, expected_cache = ref_run(reference, p, 4, 2, x[:, 4:], past)
     expect_cache(got_cache, expected_cache, call, fingerprints=Fingerprints(
-        lambda **kw: mutants.causal_step(p, x[:, 4:].double(), tuple(c.double() for c in past), h=4, h_kv=2, **kw)[1],
+        lambda **kw: fingerprints.causal_step(p, x[:, 4:].double(), tuple(c.double() for c in past), h=4, h_kv=2, **kw)[1],
         [v for v in run_variants(4, 2, 16, True) if v.mistake == "cache-not-appended"], depth=1))
 
 
@@ -204,7 +204,7 @@ def check_pieces(student, reference, rng, chunks, b, d_model, h, h_kv, what):
         raise Mismatch(f"{call}: the outputs of the pieces have shapes {[tuple(o.shape) for o in outputs]}; expected "
                        f"(B, piece length, d_model)", mistake="wrong-shape") from None
     expect_tensor(got, expected, call=call + ", outputs concatenated", mutants=Fingerprints(
-        lambda **kw: mutants.causal_chunks(p, x.double(), chunks, h=h, h_kv=h_kv, **kw)[0],
+        lambda **kw: fingerprints.causal_chunks(p, x.double(), chunks, h=h, h_kv=h_kv, **kw)[0],
         run_variants(h, h_kv, d_model, True), depth=2))
 
 
@@ -236,5 +236,5 @@ def test_new_tokens_after_given_cache(student, reference, rng):
         past64 = tuple(c.double() for c in past32)
         expected, _ = ref_run(reference, p, h, h_kv, x[:, past_len:], past64)
         expect_tensor(out, expected, call=call, mutants=Fingerprints(
-            lambda **kw: mutants.causal_step(p, x[:, past_len:].double(), past64, h=h, h_kv=h_kv, **kw)[0],
+            lambda **kw: fingerprints.causal_step(p, x[:, past_len:].double(), past64, h=h, h_kv=h_kv, **kw)[0],
             [v for v in run_variants(h, h_kv, d_model, True) if v.mistake != "cache-not-appended"], depth=2))

@@ -2,7 +2,7 @@
 
 Runs on `config-inited`, before Jupyter Book's table of contents is resolved, so a plain
 `jupyter-book build book/` always shows what solutions/ holds now. The work is done by
-autograder.book; `course_variant` (student | instructor) comes from the build's _config file.
+autograder.deliver.book; `course_variant` (student | instructor) comes from the build's _config file.
 """
 import sys
 from pathlib import Path
@@ -13,7 +13,7 @@ if str(ROOT) not in sys.path:  # the book builds from a checkout, installed or n
 
 
 def _generate(app, config):
-    from autograder import book
+    from autograder.deliver import book
     book.generate(Path(app.srcdir), variant=config.course_variant)
     config.myst_substitutions = {**book.substitutions(), **(config.myst_substitutions or {})}
 

@@ -1,0 +1,188 @@
+"""Grade many students: in parallel, with a progress bar, resumable, writing per-student files.
+
+Each parallel job is a grader process with its own preloaded worker (sandbox.py), so torch is
+imported once per job, not once per student. With `out_dir`, each student gets
+`<out_dir>/students/<student>/results.json` and `feedback.md` (in a folder of their own, so no
+student's name can collide with a class-level file), written atomically after that student
+is graded, plus a `fingerprint` of the files graded; a restarted run skips students whose
+fingerprint still matches, so a killed run loses nothing and repeats nothing. `grades.csv`
+and `class-report.html` (class_report.py) are rewritten at the end from every results.json present.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from autograder.load.notebook import read_regular_file
+from autograder.report.class_report import student_folder
+from autograder.report.results import feedback_markdown, summary, terminal_safe, write_atomic, write_json
+
+_sandbox = None
+
+
+def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None):
+    """Set up one job: its sandbox, with the worker the main process started for it (one of
+    `prelaunched`, (pid, control socket) pairs; `taken` counts the ones already adopted)."""
+    global _sandbox
+    import torch
+    torch.set_num_threads(1)
+    from autograder.isolate.sandbox import Sandbox
+    _sandbox = Sandbox(memory_bytes=memory_bytes, allow_unsandboxed=allow_unsandboxed)
+    mine = None
+    if prelaunched and taken is not None:
+        with taken.get_lock():
+            if taken.value < len(prelaunched):
+                mine = taken.value
+                taken.value += 1
+    for index, (pid, control) in enumerate(prelaunched):
+        if index == mine:
+            _sandbox.adopt(pid, control)
+        else:
+            control.close()            # another job's worker
+    _sandbox.check()   # start the worker now, so the report can name its layers from the start
+
+
+def _grade_one(student: str, notebooks: dict[str, str], time_limit: float):
+    """Grade one student in this job; returns (student, results, the sandbox's layers)."""
+    from autograder.pipeline import grade_student
+    result = grade_student({k: Path(v) for k, v in notebooks.items()}, _sandbox, time_limit)
+    return student, result, _sandbox.describe()
+
+
+def fingerprint(notebooks: dict[str, Path]) -> str:
+    h = hashlib.sha256()
+    for lesson in sorted(notebooks):
+        h.update(lesson.encode())
+        try:   # never follows a link or blocks on a FIFO (see notebook.read_regular_file)
+            h.update(read_regular_file(Path(notebooks[lesson])))
+        except OSError as exc:
+            h.update(f"unreadable: {exc}".encode())
+    from autograder.course import CHECKS
+    for check in sorted(CHECKS.glob("test_*.py")):  # a changed check regrades everyone
+        h.update(check.read_bytes())
+    return h.hexdigest()
+
+
+def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None, time_limit: float = 10.0,
+               memory_limit: float = 2.0, out_dir: Path | None = None, show=print,
+               progress: bool = False, allow_unsandboxed: bool = False, brief: bool = False) -> dict[str, dict]:
+    memory_bytes = int(memory_limit * 1024 ** 3)
+    results: dict[str, dict] = {}
+    todo = {}
+    for student, notebooks in students.items():
+        if out_dir is not None:
+            done = _previous(student_folder(out_dir, student), fingerprint(notebooks))
+            if done is not None:
+                results[student] = done
+                continue
+        todo[student] = notebooks
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+
+    layers: list[str] = []
+
+    def finish(student, result, sandbox_layers):
+        if not layers:
+            layers.extend(sandbox_layers)
+            show("sandbox: " + "; ".join(sandbox_layers))
+        results[student] = result
+        if out_dir is not None:
+            folder = student_folder(out_dir, student)
+            write_json(folder / "results.json", result)
+            write_atomic(folder / "feedback.md", terminal_safe(feedback_markdown(student, result)))
+            write_atomic(folder / "fingerprint", fingerprint(students[student]) + "\n")
+
+    if jobs == 1:
+        _job_init(memory_bytes, allow_unsandboxed)
+        try:
+            for student, notebooks in _progress(todo.items(), progress, len(todo)):
+                finish(*_grade_one(student, {k: str(v) for k, v in notebooks.items()}, time_limit))
+        finally:
+            _sandbox.close()
+    else:
+        import multiprocessing
+        # Jobs fork from a fork server that has already loaded what every job needs (see
+        # job_preload.py); a fork server, not a plain fork of this process, so no job inherits
+        # threads or open files of ours.
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["autograder.classroom.preload"])
+        # The jobs' workers start now, in bubblewrap, and load torch while the fork server loads
+        # the grader; each job adopts one (sandbox.prelaunch). The workers' parent is this process,
+        # which ends and reaps them when the jobs are done.
+        from autograder.isolate.sandbox import _kill_group, prelaunch
+        prelaunched = [w for w in (prelaunch(memory_bytes) for _ in range(jobs)) if w is not None]
+        taken = ctx.Value("i", 0)
+        try:
+            with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_job_init,
+                                     initargs=(memory_bytes, allow_unsandboxed,
+                                               [(proc.pid, control) for proc, control in prelaunched], taken)) as pool:
+                futures = [pool.submit(_grade_one, s, {k: str(v) for k, v in nbs.items()}, time_limit)
+                           for s, nbs in todo.items()]
+                for future in _progress(as_completed(futures), progress, len(futures)):
+                    finish(*future.result())
+        finally:
+            for proc, control in prelaunched:
+                control.close()
+                _kill_group(proc)
+
+    ordered = {s: results[s] for s in students}
+    if out_dir is not None:
+        write_atomic(out_dir / "grades.csv", grades_csv(ordered))
+        try:   # the grades are written already; a report that fails must not lose them
+            from autograder.report.class_report import write_class_report   # matplotlib is imported only here
+            write_class_report(out_dir, ordered)
+        except Exception as exc:
+            show(terminal_safe(f"class-report.html was not written ({type(exc).__name__}: {exc}); "
+                 "grades.csv and every student's files are complete"))
+    if progress:
+        for student, result in ordered.items():
+            show(f"{student:<24} {result['score']:g}/{result['max_score']:g}")
+    else:
+        for student, result in ordered.items():
+            show(summary(result, title=f"{student}", detail=not brief))
+    return ordered
+
+
+def _progress(iterable, enabled: bool, total: int):
+    if not enabled:
+        return iterable
+    from tqdm import tqdm
+    return tqdm(iterable, total=total, desc="grading", unit="student")
+
+
+def _previous(folder: Path, fp: str) -> dict | None:
+    try:
+        if (folder / "fingerprint").read_text().strip() == fp:
+            return json.loads((folder / "results.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _cell(text: str) -> str:
+    """A spreadsheet reads a cell that starts with = + - @ as a formula: a folder named
+    '=HYPERLINK(...)' must stay text."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def grades_csv(results: dict[str, dict]) -> str:
+    from autograder.report.results import by_exercise
+    columns: list[str] = []
+    rows = []
+    for student, result in results.items():
+        row = {"student": _cell(student), "score": result["score"], "max_score": result["max_score"]}
+        for (lesson, exercise), entry in by_exercise(result).items():
+            col = f"{lesson}:{exercise}"
+            if col not in columns:
+                columns.append(col)
+            row[col] = entry["score"]
+        rows.append(row)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, ["student", "score", "max_score"] + columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()

@@ -1,0 +1,163 @@
+"""The course site's pages, generated from solutions/ and the mistake catalogue.
+
+`jupyter-book build book/` loads book/_ext/course_pages.py, which calls `generate()` before
+Sphinx reads any page. It writes, into book/:
+  lessons/<lesson_id>.ipynb   each lesson run from its solution notebook (so every figure and
+                              table is the reference's), then turned into the student form with
+                              nbgrader's ClearSolutions: the stubs, never the solution code.
+                              The instructor variant adds each solution in a collapsed dropdown.
+  mistakes.md                 the "common mistakes" page, from autograder.diagnose.mistakes.CATALOGUE
+  _generated/points.md        the points of every exercise, from the self-check cells (the
+                              introduction includes it)
+Executed notebooks are cached in book/_build/.executed/, keyed by the notebook's and the
+autograder's contents, so the second variant and unchanged rebuilds skip execution.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+
+from autograder.course import COURSE, ROOT, available_lessons
+from autograder.diagnose.mistakes import CATALOGUE
+from autograder.report.results import write_atomic
+from autograder.isolate.sandbox import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT
+
+BOOK = ROOT / "book"
+VARIANTS = ("student", "instructor")
+
+
+def execute(notebook: Path, cwd: Path) -> nbformat.NotebookNode:
+    """Run a notebook top to bottom in a fresh kernel, as a student's Jupyter would."""
+    from nbclient import NotebookClient
+    nb = nbformat.read(str(notebook), as_version=4)
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep the inline backend for figures
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    client.execute(env=env)
+    return nb
+
+
+def _cache_key(notebook: Path) -> str:
+    h = hashlib.sha256(notebook.read_bytes())
+    for path in sorted((ROOT / "autograder").rglob("*.py")):  # self-checks and helpers run in the kernel
+        h.update(path.read_bytes())
+    return h.hexdigest()[:24]
+
+
+def executed_solution(lesson_id: str, cache: Path) -> nbformat.NotebookNode:
+    source = COURSE[lesson_id].solution_path
+    cached = cache / f"{lesson_id}.{_cache_key(source)}.ipynb"
+    if cached.exists():
+        return nbformat.read(str(cached), as_version=4)
+    nb = execute(source, source.parent)
+    errors = [f"{o.ename}: {o.evalue}" for c in nb.cells if c.cell_type == "code"
+              for o in c.get("outputs", []) if o.output_type == "error"]
+    if errors:
+        raise RuntimeError(f"solutions/{lesson_id}.ipynb raised while building the book: {errors[0]}")
+    for stale in cache.glob(f"{lesson_id}.*.ipynb"):
+        stale.unlink()
+    write_atomic(cached, nbformat.writes(nb))
+    return nb
+
+
+def _nbgrader(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def page(executed: nbformat.NotebookNode, variant: str) -> nbformat.NotebookNode:
+    """The lesson as the site shows it: outputs of the reference, code of the student notebook."""
+    from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, ClearSolutions
+    originals = {c.get("id"): c.source for c in executed.cells}
+    nb = copy.deepcopy(executed)
+    for stage in (ClearSolutions, ClearHiddenTests, ClearMarkScheme):  # nbgrader's own stubs
+        nb, _ = stage().preprocess(nb, {})
+    cells = []
+    for cell in nb.cells:
+        meta = _nbgrader(cell)
+        if meta.get("grade") and not meta.get("solution"):
+            cell.outputs = []              # a self-check prints the reference's full marks: not yours
+            cell.execution_count = None
+        cells.append(cell)
+        if meta.get("solution") and variant == "instructor":
+            cells.append(solution_dropdown(originals[cell.get("id")], meta.get("grade_id", "")))
+    nb.cells = cells
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+def solution_dropdown(source: str, grade_id: str) -> nbformat.NotebookNode:
+    fence = "````"
+    body = "\n".join(line for line in source.splitlines()
+                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    # no backticks in the title: CommonMark ends a backtick fence's info string at the first one
+    text = (f"{fence}{{admonition}} Reference solution: {grade_id}\n:class: dropdown\n\n"
+            f"```python\n{body}\n```\n{fence}\n")
+    return nbformat.v4.new_markdown_cell(text, metadata={"tags": ["reference-solution"]})
+
+
+def mistakes_page() -> str:
+    lines = ["# Common mistakes", "",
+             "Every mistake below has a name. When the autograder recognises one in your code, its "
+             "report gives the name (tagged `mistake:<name>`) together with the explanation on this page. "
+             "Each entry says what the mistake looks like, why it happens, and how to fix it.", ""]
+    for m in CATALOGUE.values():
+        lines += [f"({m.id})=", f"## `{m.id}`: {m.title}", "",
+                  f"**What it looks like.** The autograder sees that {m.recognised_by}.", "",
+                  f"**Why it happens.** {m.explanation}", "",
+                  f"**How to fix it.** {m.hint}", ""]
+    return "\n".join(lines)
+
+
+def points_table() -> str:
+    """| lesson | exercise | points |, read from the self-check cells' nbgrader points."""
+    rows = ["| lesson | exercise | points |", "|---|---|---|"]
+    total = 0.0
+    for lesson in available_lessons():
+        nb = nbformat.read(str(lesson.solution_path), as_version=4)
+        points = {}
+        for cell in nb.cells:
+            meta = _nbgrader(cell)
+            if meta.get("grade") and not meta.get("solution"):
+                points[meta["grade_id"].removeprefix("check_")] = float(meta.get("points", 0))
+        for exercise in lesson.exercises:
+            rows.append(f"| {lesson.title} | `{exercise}` | {points.get(exercise, 0):g} |")
+            total += points.get(exercise, 0)
+    rows.append(f"| **all lessons** | | **{total:g}** |")
+    return "\n".join(rows) + "\n"
+
+
+def substitutions() -> dict[str, str]:
+    """Numbers the introduction quotes, taken from the grader itself."""
+    return {"time_limit": f"{DEFAULT_TIME_LIMIT:g}",
+            "memory_limit": f"{DEFAULT_MEMORY_LIMIT / 1024 ** 3:g}",
+            "mistake_count": str(len(CATALOGUE))}
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    # unchanged pages keep their timestamps, so Sphinx's incremental build skips them
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        write_atomic(path, text)
+
+
+def generate(book: Path = BOOK, variant: str = "student", jobs: int = 2) -> list[Path]:
+    if variant not in VARIANTS:
+        raise ValueError(f"course_variant must be one of {VARIANTS}, not {variant!r}")
+    cache = book / "_build" / ".executed"
+    lessons = [lesson.id for lesson in available_lessons()]
+    with ThreadPoolExecutor(jobs) as pool:  # each notebook runs in its own kernel process
+        executed = dict(zip(lessons, pool.map(lambda lid: executed_solution(lid, cache), lessons)))
+    written = []
+    for lesson_id, nb in executed.items():
+        path = book / "lessons" / f"{lesson_id}.ipynb"
+        _write_if_changed(path, nbformat.writes(page(nb, variant)))
+        written.append(path)
+    for name, text in (("mistakes.md", mistakes_page()), ("_generated/points.md", points_table())):
+        path = book / name
+        _write_if_changed(path, text)
+        written.append(path)
+    return written

@@ -1,0 +1,163 @@
+"""Write: the kit's files (modules, recordings, lessons, README, requirements), deterministic bytes.
+
+Built in a temporary folder (or buffer) next to OUT, then renamed into place.
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+from autograder.course import COURSE, ROOT, available_lessons
+from autograder.deliver.kit.assemble import package_files
+from autograder.deliver.kit.record import ZIP_DATE, record, tape_files
+
+KIT_PACKAGES = ("torch", "numpy", "matplotlib", "jupyter", "jupyterlab", "ipykernel", "pytest")
+
+
+def kit_requirements() -> str:
+    pins = {}
+    for line in map(str.strip, (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()):
+        name = re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower()
+        if name in KIT_PACKAGES:
+            pins[name] = line
+    missing = set(KIT_PACKAGES) - set(pins)
+    if missing:
+        raise ValueError(f"requirements.txt does not pin {', '.join(sorted(missing))}")
+    return ("# What the course's notebooks and their self-checks need: python3 -m pip install -r requirements.txt\n"
+            "# PyTorch is pinned exactly. From PyPI's default index on Linux this pin is the CUDA build (about\n"
+            "# 3 GB); a machine without a GPU installs the CPU build with PyTorch's own wheel index:\n"
+            "#   python3 -m pip install --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt\n"
+            + "\n".join(pins[name] for name in KIT_PACKAGES) + "\n")
+
+
+STUDENT_README = """# Multi-head attention, one exercise at a time: your course kit
+
+Eight Jupyter notebooks build multi-head attention from a NumPy softmax up to a PyTorch module,
+a transformer block and fast decoding. Each exercise has a **self-check** cell right after it.
+
+## Install (once)
+
+You need Python 3.11 or newer. In this folder:
+
+```bash
+python3 -m venv .venv && . .venv/bin/activate          # optional, but keeps the course apart
+python3 -m pip install -r requirements.txt
+```
+
+On a machine without a GPU, ask pip for PyTorch's CPU build (the default is the CUDA build, about
+3 GB of downloads):
+
+```bash
+python3 -m pip install --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt
+```
+
+Nothing else is needed, and after the install everything works offline.
+
+## Open the course
+
+```bash
+jupyter lab lessons/
+```
+
+(As root, in a container for instance: `jupyter lab --allow-root lessons/`.) Work through
+`lessons/01_scaled_dot_product_attention.ipynb` first, then the others in order; lessons 1 to 6
+are the core, 7 and 8 go further.
+
+## Self-check
+
+Each exercise is a function or class whose body is `raise NotImplementedError()`; its docstring
+says what to return. Run the cell after it: the self-check runs the course's own checks on your
+code and prints what passed, what failed, and which common mistake your answer looks like, with
+a hint. The number it shows last is your score for that exercise.
+
+The self-checks compare your answers with answers recorded on the course's own check inputs.
+Your instructor grades on other inputs of the same kind, so code that solves the exercise gets
+the same score there; code that only reproduces the self-check's answers does not.
+
+Before you submit: save, then Kernel > Restart Kernel and Run All Cells, and read the
+self-checks. The grader runs your notebook the same way, top to bottom in a fresh process.
+
+## Submit
+
+Hand in your `lessons/<lesson_id>.ipynb` files as your course asks (an upload, a folder, or
+nbgrader's exchange). Keep the file names: the grader knows a lesson by its file name.
+
+## What is in this folder
+
+| path | what it holds |
+|---|---|
+| `lessons/` | the eight notebooks you work in |
+| `autograder/` | the self-check: the course's checks and the answers they compare with, recorded as data |
+| `requirements.txt` | what to install |
+"""
+
+
+def kit_files(lessons: list[str] | None = None, corpus: bool = True) -> dict[str, bytes]:
+    """{path in the kit: bytes}."""
+    from autograder.deliver.release import render, student_version
+    lessons = lessons or [lesson.id for lesson in available_lessons()]
+    files = package_files(lessons)
+    for name, data in tape_files(record(lessons, corpus=corpus)).items():
+        files[f"autograder/records/{name}"] = data
+    for lesson_id in lessons:
+        files[f"lessons/{lesson_id}.ipynb"] = render(student_version(COURSE[lesson_id].solution_path)).encode()
+    files["README.md"] = STUDENT_README.encode()
+    files["requirements.txt"] = kit_requirements().encode()
+    return files
+
+
+def write_kit(out: Path, lessons: list[str] | None = None, corpus: bool = True) -> Path:
+    """Build the kit in a temporary place next to `out`, then rename it into place."""
+    out = Path(out).resolve()
+    files = kit_files(lessons, corpus)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix == ".zip":
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, data in sorted(files.items()):
+                info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
+                info.external_attr = 0o100644 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                zf.writestr(info, data)
+        from autograder.report.results import write_atomic
+        write_atomic(out, buf.getvalue())
+        os.chmod(out, 0o644)             # a file to hand out (write_atomic's temporary file is private)
+        return out
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    try:
+        for name, data in sorted(files.items()):
+            path = tmp / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        os.chmod(tmp, 0o755)
+        if out.exists():               # replace an older kit: move it aside, then drop it
+            old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old."))
+            os.replace(out, old / "kit")
+            os.replace(tmp, out)
+            shutil.rmtree(old)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def ensure_secret() -> tuple[Path, bool]:
+    """The course secret's file (created with 256 random bits if there is none): (path, created)."""
+    import secrets
+
+    from autograder.grading.plugin import secret_path
+    path = secret_path()
+    if path.exists():
+        return path, False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    return path, True

