@@ -1,6 +1,6 @@
 """The course site: both builds, then every page opened in headless Chromium (Debian's own).
 
-The builds run `jupyter-book build` exactly as the README says. Each page is served from
+The builds run `jupyter-book build` exactly as INSTRUCTORS.md says. Each page is served from
 localhost and checked for JavaScript errors, rendered math, loaded images, tracebacks, requests
 that leave localhost and, in the student build, reference solution code. A screenshot of every
 page is saved under book/_build/screenshots/<variant>/.
@@ -127,6 +127,12 @@ def test_page_generation_strips_solutions_but_keeps_figures(tmp_path):
     assert images
     checks = [c for c in student.cells if c.metadata.get("nbgrader", {}).get("grade")]
     assert checks and all(not c.outputs for c in checks)
+    # the setup cell keeps its imports; the self-check plumbing moves to a cell the site removes
+    setup = [c for c in student.cells if "setup" in c.metadata.get("tags", [])]
+    assert len(setup) == 1 and "import numpy as np" in setup[0].source and "selfcheck" not in setup[0].source
+    hidden = [c for c in student.cells if "remove-cell" in c.metadata.get("tags", [])]
+    assert len(hidden) == 1 and "from autograder.selfcheck import checker" in hidden[0].source
+    assert 'check = checker("01_scaled_dot_product_attention")' in hidden[0].source
 
 
 # -- the browser ------------------------------------------------------------------------

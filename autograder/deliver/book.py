@@ -82,12 +82,44 @@ def page(executed: nbformat.NotebookNode, variant: str) -> nbformat.NotebookNode
         if meta.get("grade") and not meta.get("solution"):
             cell.outputs = []              # a self-check prints the reference's full marks: not yours
             cell.execution_count = None
+        plumbing = selfcheck_plumbing(cell)
+        if plumbing is not None:           # the setup cell: imports for the reader, plumbing hidden
+            cell.source, hidden = plumbing
+            cells.append(cell)
+            cells.append(nbformat.v4.new_code_cell(hidden, id=f"{cell.get('id', 'setup')}-selfcheck",
+                                                   metadata={"tags": ["remove-cell"]}))
+            continue
         cells.append(cell)
         if meta.get("solution") and variant == "instructor":
             cells.append(solution_dropdown(originals[cell.get("id")], meta.get("grade_id", "")))
     nb.cells = cells
     nb.metadata.pop("widgets", None)
     return nb
+
+
+def selfcheck_plumbing(cell) -> tuple[str, str] | None:
+    """(what the reader sees, the self-check plumbing) for a setup cell, else None.
+
+    The plumbing is the `try: from autograder.selfcheck import checker / except ImportError: ...`
+    block and the `check = checker(...)` line: the site shows the rest of the cell (the imports
+    and data a lesson uses) and puts the plumbing in a cell of its own tagged `remove-cell`, so a
+    reader never sees it while the page's notebook still runs from lessons/."""
+    if cell.cell_type != "code":
+        return None
+    lines = cell.source.splitlines()
+    imports = [i for i, line in enumerate(lines) if line.strip() == "from autograder.selfcheck import checker"]
+    if not imports or imports[0] == 0 or lines[imports[0] - 1].strip() != "try:":
+        return None
+    checks = [line for line in lines if line.startswith("check = checker(")]
+    lines = [line for line in lines if line not in checks]
+    start, end = imports[0] - 1, imports[0] + 1
+    while end < len(lines) and (lines[end].startswith((" ", "\t", "except")) or not lines[end].strip()):
+        end += 1                           # the indented body, the except clause and its body
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    before, after = "\n".join(lines[:start]).rstrip(), "\n".join(lines[end:]).strip("\n")
+    shown = before + "\n\n" + after if before and after else before + after
+    return shown, "\n".join(lines[start:end] + checks)
 
 
 def solution_dropdown(source: str, grade_id: str) -> nbformat.NotebookNode:
