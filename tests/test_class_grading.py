@@ -5,6 +5,8 @@ import csv
 import json
 import shutil
 
+import pytest
+
 from autograder.course import COURSE
 from conftest import ROOT, notebook_with, run_cli
 
@@ -20,12 +22,19 @@ def make_class(root):
                   root / "cyd")
 
 
-def test_class_folder_with_feedback_and_grades_csv(tmp_path):
-    make_class(tmp_path / "class")
-    out = tmp_path / "out"
-    run = run_cli("grade", tmp_path / "class", "--out", out, "--json", tmp_path / "r.json", "--jobs", "2")
+@pytest.fixture(scope="module")
+def class_run(tmp_path_factory):
+    """The class above graded once with two jobs; the tests below read it (and copy it to change it)."""
+    root = tmp_path_factory.mktemp("class-run")
+    make_class(root / "class")
+    run = run_cli("grade", root / "class", "--out", root / "out", "--json", root / "r.json", "--jobs", "2")
     assert run.returncode == 0, run.stderr
-    results = json.loads((tmp_path / "r.json").read_text())
+    return root
+
+
+def test_class_folder_with_feedback_and_grades_csv(class_run):
+    out = class_run / "out"
+    results = json.loads((class_run / "r.json").read_text())
     assert set(results) == {"ada", "bob", "cyd"}
     assert results["ada"]["score"] == results["ada"]["max_score"] > 0
     assert results["bob"]["score"] == 0
@@ -38,10 +47,10 @@ def test_class_folder_with_feedback_and_grades_csv(tmp_path):
     assert not list(out.rglob("*.tmp"))
 
 
-def test_restart_grades_only_what_is_missing(tmp_path):
-    make_class(tmp_path / "class")
+def test_restart_grades_only_what_is_missing(class_run, tmp_path):
+    shutil.copytree(class_run / "class", tmp_path / "class")
+    shutil.copytree(class_run / "out", tmp_path / "out")      # copy2 keeps the files' times
     out = tmp_path / "out"
-    assert run_cli("grade", tmp_path / "class", "--out", out, "--jobs", "1").returncode == 0
     first = {s: (out / "students" / s / "results.json").stat().st_mtime_ns for s in ("ada", "bob", "cyd")}
     # a run killed before bob was written: his files are missing
     (out / "students" / "bob" / "results.json").unlink()

@@ -42,18 +42,35 @@ def execute(notebook: Path, cwd: Path) -> nbformat.NotebookNode:
     return nb
 
 
+EXECUTED_CACHE = BOOK / "_build" / ".executed"
+
+
 def _cache_key(notebook: Path) -> str:
     h = hashlib.sha256(notebook.read_bytes())
-    for path in sorted((ROOT / "autograder").rglob("*.py")):  # self-checks and helpers run in the kernel
-        h.update(path.read_bytes())
+    inputs = sorted((ROOT / "autograder").rglob("*.py"))      # self-checks and helpers run in the kernel
+    inputs += sorted(p for p in (ROOT / "data").rglob("*") if p.is_file()) if (ROOT / "data").is_dir() else []
+    for path in inputs:                                         # and the data a lesson reads
+        h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:24]
 
 
-def executed_solution(lesson_id: str, cache: Path) -> nbformat.NotebookNode:
+def executed_solution(lesson_id: str, cache: Path = EXECUTED_CACHE) -> nbformat.NotebookNode:
+    """solutions/<lesson_id>.ipynb run top to bottom, from the cache when nothing it reads changed.
+
+    A lock per lesson makes a second process that wants the same notebook (the other variant's
+    build, a parallel test worker) wait for the first and read its result, not run it again."""
+    import fcntl
     source = COURSE[lesson_id].solution_path
     cached = cache / f"{lesson_id}.{_cache_key(source)}.ipynb"
-    if cached.exists():
-        return nbformat.read(str(cached), as_version=4)
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / f"{lesson_id}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if cached.exists():
+            return nbformat.read(str(cached), as_version=4)
+        return _execute_into(lesson_id, source, cached, cache)
+
+
+def _execute_into(lesson_id: str, source: Path, cached: Path, cache: Path) -> nbformat.NotebookNode:
     nb = execute(source, source.parent)
     errors = [f"{o.ename}: {o.evalue}" for c in nb.cells if c.cell_type == "code"
               for o in c.get("outputs", []) if o.output_type == "error"]
@@ -179,7 +196,7 @@ def _write_if_changed(path: Path, text: str) -> None:
 def generate(book: Path = BOOK, variant: str = "student", jobs: int = 2) -> list[Path]:
     if variant not in VARIANTS:
         raise ValueError(f"course_variant must be one of {VARIANTS}, not {variant!r}")
-    cache = book / "_build" / ".executed"
+    cache = book / "_build" / ".executed" if book != BOOK else EXECUTED_CACHE
     lessons = [lesson.id for lesson in available_lessons()]
     with ThreadPoolExecutor(jobs) as pool:  # each notebook runs in its own kernel process
         executed = dict(zip(lessons, pool.map(lambda lid: executed_solution(lid, cache), lessons)))
