@@ -22,6 +22,15 @@ def test_corpus_entry_is_graded_as_expected(verdicts, name):
     assert v.ok, v.detail
 
 
+def test_doing_nothing_scores_zero(verdicts):
+    """tests/corpus/degenerate_*: answers that compute nothing (tests/degenerate.py) get 0 points."""
+    entries = [v for v in verdicts.values() if v.entry.name.startswith("degenerate_")]
+    assert len(entries) >= 40
+    earned = {v.entry.name: v.scores for v in entries if any(s > 0 or m == 0 for s, m in v.scores.values())
+              or set(v.scores) != set(v.entry.wrong)}
+    assert not earned, earned
+
+
 def test_corpus_declares_only_catalogued_mistakes():
     for e in ENTRIES:
         unknown = [m for m in e.mistakes if m not in CATALOGUE]

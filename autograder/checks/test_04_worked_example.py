@@ -105,6 +105,9 @@ def errors_answer(student):
 def test_names_every_wrong_published_value(student, reference):
     """published_errors names every published value that is wrong"""
     got, expected = errors_answer(student), reference.published_errors()
+    if got >= set(reference.PUBLISHED):
+        raise Mismatch("published_errors() names every printed value, so it tells no wrong value from a right "
+                       "one: compare each with your worked_example() and name only those that differ")
     missed = sorted(expected - got, key=KEYS.index)
     if missed:
         raise Mismatch(f"published_errors() misses {', '.join(missed)}: compare your worked_example() with "
@@ -115,6 +118,9 @@ def test_names_every_wrong_published_value(student, reference):
 def test_names_no_correct_value(student, reference):
     """published_errors names nothing that was printed correctly (or not printed at all)"""
     got, expected = errors_answer(student), reference.published_errors()
+    if not got & expected:   # naming nothing (or nothing wrong) is not a finding
+        raise Mismatch("published_errors() names none of the published values that are wrong; this check gives "
+                       "points for naming the wrong ones without naming right ones, and naming nothing finds nothing")
     extra = sorted(got - expected)
     if extra:
         unprinted = [k for k in extra if k not in reference.PUBLISHED]

@@ -6,7 +6,7 @@ from autograder.diagnose import fingerprints
 from autograder.grading.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
                                  random_parameters,
-                                 reference_output, scale_variants)
+                                 reference_output, scale_variants, expect_module_computes)
 from autograder.run.errors import StudentError
 
 LESSON = "05_multi_head_attention"
@@ -147,11 +147,28 @@ def check_mha(student, reference, rng, *, b, lq, lk, d_model, h, mask=None, what
     return module, params, (q, k, v), got
 
 
+def mha_forward(module, x):
+    """The module's self-attention output for x; one that needs a mask gets one that allows every key."""
+    try:
+        got = module(x, x, x)
+    except StudentError:
+        got = module(x, x, x, torch.ones(x.shape[0], 1, x.shape[1], x.shape[1], dtype=torch.bool))
+    return module_output(got, "MultiHeadAttention(8, 2)(x, x, x)", lenient=True)
+
+
+def expect_mha_computes(student):
+    """No points for names, shapes or determinism to a module that computes nothing (a constant, a
+    bias, its input, zeros)."""
+    expect_module_computes(lambda: make_mha(student, 8, 2), linear_shapes(NAMES, 8, 8), mha_forward, (2, 5, 8),
+                           call="MultiHeadAttention(8, 2)(x, x, x)")
+
+
 @exercise("MultiHeadAttention", points=1)
 def test_mha_parameters_and_divisibility(student):
     """MultiHeadAttention has w_q, w_k, w_v, w_o = nn.Linear(d_model, d_model) and rejects d_model % h != 0"""
     expect_parameters(make_mha(student, 12, 3), linear_shapes(NAMES, 12, 12), "MultiHeadAttention(12, 3)",
                       output="w_o")
+    expect_mha_computes(student)
     try:
         make_mha(student, 10, 3)
     except StudentError as err:
@@ -237,6 +254,7 @@ def test_mha_causal_mask_and_blocked_rows(student, reference, rng):
 def test_mha_dropout_off_in_eval(student, rng):
     """with dropout=0.5, eval mode is deterministic and gives the same output as dropout=0"""
     # judged on the student's own outputs only: any other mistake is the value checks' business
+    expect_mha_computes(student)
     params = random_parameters(rng, linear_shapes(NAMES, 8, 8))
     q, k, v = tensor(rng, 2, 4, 8), tensor(rng, 2, 6, 8), tensor(rng, 2, 6, 8)
     if not takes_dropout(student):   # no dropout at all: eval mode must still be deterministic
@@ -284,6 +302,7 @@ def test_mha_dropout_active_in_training(student, rng):
     params = random_parameters(rng, linear_shapes(NAMES, 8, 8))
     x = tensor(rng, 2, 6, 8)
     if not takes_dropout(student):   # no dropout at all: training mode must change nothing
+        expect_mha_computes(student)
         module = make_mha(student, 8, 2)
         load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2)")
         module.train(True)

@@ -3,8 +3,8 @@ import numpy as np
 import torch
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (Fingerprints, Mismatch, Variant, exercise, expect_parameters, expect_tensor,
-                                 random_parameters, scale_variants)
+from autograder.grading.checking import (Fingerprints, Mismatch, Variant, exercise, expect_module_computes,
+                                 expect_parameters, expect_tensor, random_parameters, scale_variants)
 from autograder.run.errors import StudentError
 
 LESSON = "08_fast_attention"
@@ -124,6 +124,12 @@ def test_parameters_and_divisibility(student):
     expect_parameters(student.CausalSelfAttention(12, 4), shapes(12, 4, 4), "CausalSelfAttention(12, 4)")
     expect_parameters(student.CausalSelfAttention(12, 4, 2), shapes(12, 4, 2), "CausalSelfAttention(12, 4, 2)")
     expect_parameters(student.CausalSelfAttention(12, 4, 1), shapes(12, 4, 1), "CausalSelfAttention(12, 4, 1)")
+
+    def forward(module, x):
+        got = module(x)
+        return got[0] if isinstance(got, tuple) and got else got
+    expect_module_computes(lambda: student.CausalSelfAttention(12, 4, 2), shapes(12, 4, 2), forward, (2, 5, 12),
+                           call="CausalSelfAttention(12, 4, 2)(x)")
     for args, why in [((10, 4), "10 is not divisible by num_heads = 4"),
                       ((12, 4, 3), "num_heads = 4 is not divisible by num_kv_heads = 3")]:
         call = f"CausalSelfAttention{args}"
