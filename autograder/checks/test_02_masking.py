@@ -13,7 +13,7 @@ def causal_mutants(n):
     return [("causal-off-by-one", lambda: fingerprints.causal(n, offset=-1)),
             ("causal-off-by-one", lambda: fingerprints.causal(n, offset=1)),
             ("causal-transposed", lambda: fingerprints.causal(n, upper=True)),
-            ("mask-inverted", lambda: ~fingerprints.causal(n))]
+            ("mask-inverted", lambda: ~fingerprints.causal(n))][:4 if n > 1 else 3]   # n = 1: inverted = diagonal blocked
 
 
 def as_bool_values(got):
@@ -26,7 +26,7 @@ def as_bool_values(got):
 @exercise("causal_mask", points=2)
 def test_causal_mask_values(student, reference, rng):
     """causal_mask(n) is True exactly where key j <= query i"""
-    for n in (1, 2, *(int(m) for m in rng.choice(np.arange(3, 13), 2, replace=False))):   # hidden sizes with a secret
+    for n in (*(int(m) for m in rng.choice(np.arange(3, 13), 2, replace=False)), 2, 1):   # hidden sizes with a secret
         got = as_bool_values(student.causal_mask(n))
         expect_array(got, reference.causal_mask(n), call=f"causal_mask({n})", mutants=causal_mutants(n))
 

@@ -47,7 +47,27 @@ def example_mutants(reference, key):
     if what >= 4:
         found.append(Variant.of("softmax-wrong-axis", "the softmax normalises each column (over the queries) "
                                 "instead of each row (over the keys)", axis=-2))
-    return Fingerprints(run, found)
+    return Fingerprints(run, distinct(run, found))
+
+
+def distinct(run, found):
+    """The variants whose answers on the example differ from every other variant's (the example's
+    numbers are fixed, so where two hypotheses give one answer, e.g. saturated weights with and
+    without a scale, neither is named)."""
+    answers = []
+    for v in found:
+        try:
+            answers.append(np.asarray(run(**dict(v.switches)), dtype=np.float64))
+        except Exception:
+            answers.append(None)
+    keep = []
+    for i, v in enumerate(found):
+        same = [j for j, a in enumerate(answers) if j != i and a is not None and answers[i] is not None
+                and a.shape == answers[i].shape and np.allclose(a, answers[i], rtol=1e-5, atol=1e-8)
+                and (found[j].mistake, found[j].detail) != (v.mistake, v.detail)]
+        if not same:
+            keep.append(v)
+    return keep
 
 
 def check_keys(student, reference, keys):

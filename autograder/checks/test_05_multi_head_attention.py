@@ -6,7 +6,8 @@ from autograder.diagnose import fingerprints
 from autograder.grading.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
                                  random_parameters,
-                                 reference_output, scale_variants, expect_module_computes)
+                                 reference_output, scale_variants, expect_module_computes,
+                                 projections_unused)
 from autograder.run.errors import StudentError
 
 LESSON = "05_multi_head_attention"
@@ -70,8 +71,12 @@ def mha_mutants(p, q, k, v, mask, h, module=None):
         return fingerprints.torch_mha(*args, h=h, **kw)
 
     found = scale_variants(d_model // h, [("d_model", d_model)]) + [
+        # with one key, a split that mixes positions changes nothing: only the merge can be seen
         Variant.of("heads-mixed", f"(B, T, d_model) is reshaped straight to (B, {h}, T, {d_model // h}) "
-                   "without the transpose (and merged back the same way)", heads_mixed=True),
+                   "without the transpose (and merged back the same way)", heads_mixed=True) if k.shape[1] > 1 else None,
+        Variant.of("heads-mixed", f"the heads are split by reshaping (B, T, {d_model}) straight to (B, {h}, T, "
+                   f"{d_model // h}) without the transpose (the merge moves the head axis back right)",
+                   heads_mixed="split") if k.shape[1] > 1 else None,
         Variant.of("kv-reuse-query-projection", "the keys are computed with w_q instead of w_k", k_from="q"),
         Variant.of("kv-reuse-query-projection", "the values are computed with w_q instead of w_v", v_from="q"),
         Variant.of("kv-from-query-input", "the keys are projected from the `query` input instead of `key`",
@@ -184,7 +189,7 @@ def test_mha_parameters_and_divisibility(student):
 @exercise("MultiHeadAttention", points=2)
 def test_mha_self_attention(student, reference, rng):
     """MultiHeadAttention matches the reference (self-attention, h = 2 and 4)"""
-    for b, t, d_model, h in [(2, 5, 8, 2), (3, 6, 16, 4)]:
+    for b, t, d_model, h in [(2, 5, 8, 2), (3, 6, 24, 4)]:
         module, params = build(student, rng, d_model, h)
         x = tensor(rng, b, t, d_model)
 
@@ -214,6 +219,11 @@ def test_mha_projections_all_matter(student, reference, rng):
     module, params = build(student, rng, 8, 2)
     q, k, v = tensor(rng, 2, 4, 8), tensor(rng, 2, 5, 8), tensor(rng, 2, 5, 8)
     before = module_output(module(q, k, v), "MultiHeadAttention(8, 2)(query, key, value)")
+    unused = projections_unused(module, params, rng, lambda: module_output(
+        module(q, k, v), "MultiHeadAttention(8, 2)(query, key, value)"), before, NAMES,
+        lambda changed: load_lenient(module, linear_shapes(NAMES, 8, 8), changed, "MultiHeadAttention(8, 2)"))
+    if unused:
+        raise unused
     for name in ("w_k.weight", "w_v.weight"):
         changed = dict(params)
         changed[name] = params[name] + torch.from_numpy(rng.standard_normal(params[name].shape).astype(np.float32))

@@ -28,6 +28,9 @@ def pe_mutants(seq_len, d_model):
                    "get a frequency of their own instead of their pair's", freq="feature"),
         Variant.of("pe-wrong-frequency", "p is multiplied by 10000^(2i/d_model) instead of divided by it",
                    freq="inverse"),
+        # d_model = 2: one sine and one cosine, the same features either way
+        Variant.of("pe-concatenated", "the features hold all the sines first, then all the cosines, instead of "
+                   "sin and cos alternating", layout="concat") if d_model > 2 else None,
     ])
 
 
@@ -99,13 +102,14 @@ def block_mutants(params, x, mask, h):
     ]
     if mask is not None:
         variants += [
-            Variant.of("mask-inverted", "the course's mask (True = may attend) went to nn.MultiheadAttention "
-                       "unconverted, where True means blocked: pass ~mask", invert=True),
-            Variant.of("mask-inverted", "the course's mask (True = may attend) went to nn.MultiheadAttention "
-                       "unconverted, where True means blocked: pass ~mask", invert=True, blocked="zero"),
-            Variant.of("mask-misbroadcast", "the (B, T, T) mask was expanded to (B * num_heads, T, T) with "
-                       ".repeat(num_heads, 1, 1), which tiles the sequences; torch wants each sequence's heads "
-                       "together: .repeat_interleave(num_heads, dim=0)", mask_misbroadcast=True),
+            Variant.of("mask-inverted", "the pairs the course's mask allows (True) are the ones blocked, as when "
+                       "it reaches nn.MultiheadAttention's attn_mask (True = blocked) unconverted", invert=True),
+            Variant.of("mask-inverted", "the pairs the course's mask allows (True) are the ones blocked, as when "
+                       "it reaches nn.MultiheadAttention's attn_mask (True = blocked) unconverted", invert=True,
+                       blocked="zero"),
+            Variant.of("mask-misbroadcast", "the (B * num_heads, T, T) mask that nn.MultiheadAttention receives "
+                       "has the sequences tiled (0 1 0 1 ...), so a head of one sequence reads another sequence's "
+                       "mask", mask_misbroadcast=True),
         ]
     return Fingerprints(run, variants, depth=2)
 

@@ -22,13 +22,13 @@ from autograder.diagnose import fingerprints
 from autograder.grading.compare import Fingerprints, Mismatch, Variant, as_numpy, expect_array
 from autograder.run.errors import StudentError
 from autograder.grading.parameters import (Params, expect_parameters, fingerprint_params, layout_deviations,  # noqa: F401
-                                            linear_shapes, load_lenient, random_parameters)
+                                            linear_shapes, load_lenient, projections_unused, random_parameters)
 
 __all__ = ["exercise", "expect_array", "expect_attention", "Mismatch", "attention_mutants",
            "blocked_rows", "describe_shape", "Fingerprints", "Variant", "scale_variants", "mask_variants",
            "call_attention", "all_of", "MASK_MISTAKES", "load_lenient", "module_extras", "ALWAYS_CAUSAL",
            "module_output", "fingerprint_params", "layout_deviations",
-           "reversed_shape_error", "expect_computes", "expect_varies", "expect_module_computes"]
+           "reversed_shape_error", "expect_computes", "expect_varies", "expect_module_computes", "projections_unused"]
 
 
 def exercise(grade_id: str, points: float = 1):
@@ -49,8 +49,13 @@ def scale_variants(d_k: int, others=()) -> list[Variant]:
     found = [Variant.of("missing-scale", "the scores are not divided by sqrt(d_k) at all", scale="none"),
              Variant.of("wrong-scale", "the scores are divided by d_k instead of sqrt(d_k)", scale="dk"),
              Variant.of("wrong-scale", "the scores are multiplied by sqrt(d_k) instead of divided by it", scale="mul")]
+    if d_k == 1:   # 1, 1/d_k and sqrt(d_k) are the right scale itself: nothing to tell apart
+        found = []
     for name, size in others:
-        if size != d_k:
+        if size == d_k * d_k and found:   # sqrt(size) == d_k: the shapes cannot tell these two apart
+            found[1] = Variant.of("wrong-scale", f"the scores are divided by d_k = sqrt({name}) = {d_k} (these "
+                                  f"shapes cannot tell which) instead of sqrt(d_k)", scale="dk")
+        elif size != d_k:
             found.append(Variant.of("wrong-scale", f"the scores are divided by sqrt({name}) instead of sqrt(d_k)",
                                     scale="other", d_other=size))
     return found
@@ -337,7 +342,8 @@ def expect_varies(got, *, call: str, what: str = "its values") -> None:
         raise Mismatch(f"{call} returned an empty array{NOTHING}")
     if _constant(arr):
         value = arr.reshape(-1)[0]
-        raise Mismatch(f"{call} returned {value!r} everywhere ({what} are all the same){NOTHING}")
+        value = bool(value) if arr.dtype == np.bool_ else f"{float(value):g}"
+        raise Mismatch(f"{call} returned {value} everywhere ({what} are all the same){NOTHING}")
 
 
 def expect_computes(run, *, call: str, inputs: str = "the input", weights: str | None = "the weights") -> None:
