@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import textwrap
 
-PRELUDE = "import math\nimport numpy as np\nimport torch\nimport torch.nn as nn\n"
+PRELUDE = "import math\nimport numpy as np\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
 
 def _src(text: str) -> str:
@@ -325,6 +325,15 @@ STANDINS: dict[str, dict[str, dict[str, str]]] = {
 }
 
 
+# The catalogued mistake a stand-in does have, where one fits (an empty array has the wrong shape; an
+# integer mask the wrong type; a test that passes everything misses the bug): the grader must name it.
+NAMED = {("softmax", "empty"): "wrong-shape", ("scaled_dot_product_attention", "empty"): "wrong-shape",
+         ("causal_mask", "empty"): "wrong-shape", ("causal_mask", "zeros-int"): "wrong-type",
+         ("padding_mask", "empty"): "wrong-shape",
+         ("test_projections", "passes-everything"): "test-misses-bug",
+         ("test_projections", "fails-everything"): "test-rejects-correct"}
+
+
 def corpus_name(lesson: str, grade_id: str, kind: str) -> str:
     return f"degenerate_{lesson[:2]}_{grade_id.lower()}_{kind.replace('-', '_')}"
 
@@ -332,7 +341,7 @@ def corpus_name(lesson: str, grade_id: str, kind: str) -> str:
 def corpus_text(lesson: str, grade_id: str, kind: str) -> str:
     return (f"# lesson: {lesson}\n"
             f"# source: tests/degenerate.py ({kind}): an answer that does nothing; it must score 0\n"
-            f"# expect: wrong {grade_id} -\n"
+            f"# expect: wrong {grade_id} {NAMED.get((grade_id, kind), '-')}\n"
             f"# %% {grade_id}\n{STANDINS[lesson][grade_id][kind]}")
 
 

@@ -71,9 +71,13 @@ def mha_mutants(p, q, k, v, mask, h, module=None):
         return fingerprints.torch_mha(*args, h=h, **kw)
 
     found = scale_variants(d_model // h, [("d_model", d_model)]) + [
-        # with one key, a split that mixes positions changes nothing: only the merge can be seen
+        # with one key (and the softmax over the keys) a split that mixes positions changes nothing, so
+        # "split and merge" and "merge only" give one answer: one variant says both
         Variant.of("heads-mixed", f"(B, T, d_model) is reshaped straight to (B, {h}, T, {d_model // h}) "
-                   "without the transpose (and merged back the same way)", heads_mixed=True) if k.shape[1] > 1 else None,
+                   "without the transpose (and merged back the same way)", heads_mixed=True) if k.shape[1] > 1 else
+        Variant.of("heads-mixed", f"the heads are merged by reshaping (B, {h}, T, {d_model // h}) straight to (B, T, "
+                   f"{d_model}) without moving the head axis back (the split may mix positions too: with one key "
+                   "that cannot be seen)", heads_mixed=True),
         Variant.of("heads-mixed", f"the heads are split by reshaping (B, T, {d_model}) straight to (B, {h}, T, "
                    f"{d_model // h}) without the transpose (the merge moves the head axis back right)",
                    heads_mixed="split") if k.shape[1] > 1 else None,
@@ -84,7 +88,8 @@ def mha_mutants(p, q, k, v, mask, h, module=None):
         Variant.of("kv-from-query-input", "the values are projected from the `query` input instead of `value`",
                    v_in="query"),
         Variant.of("heads-mixed", f"the heads are split right but merged by reshaping (B, {h}, T, {d_model // h}) "
-                   f"straight to (B, T, {d_model}) without moving the head axis back", heads_mixed="merge"),
+                   f"straight to (B, T, {d_model}) without moving the head axis back", heads_mixed="merge")
+        if k.shape[1] > 1 else None,
         Variant.of("missing-output-projection", "the merged heads are returned without w_o", out_proj=False),
         Variant.of("softmax-wrong-axis", "the softmax normalises over the heads (dim 1), not the keys: "
                    "nn.Softmax() with no dim picks dim 1 of a 4-D tensor", axis=1),

@@ -28,6 +28,8 @@ def pe_mutants(seq_len, d_model):
                    "get a frequency of their own instead of their pair's", freq="feature"),
         Variant.of("pe-wrong-frequency", "p is multiplied by 10000^(2i/d_model) instead of divided by it",
                    freq="inverse"),
+        Variant.of("pe-wrong-frequency", "the exponent is 2j / d_model with j the feature index, so feature 2i "
+                   "uses 4i / d_model and its cosine partner (4i + 2) / d_model", freq="2feature"),
         # d_model = 2: one sine and one cosine, the same features either way
         Variant.of("pe-concatenated", "the features hold all the sines first, then all the cosines, instead of "
                    "sin and cos alternating", layout="concat") if d_model > 2 else None,

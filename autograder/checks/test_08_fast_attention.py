@@ -89,7 +89,11 @@ def run_variants(h, h_kv, d_model, chunked, chunks=None):
         Variant.of("causal-off-by-one", "the causal mask blocks each token from itself", causal="diag"),
         Variant.of("causal-off-by-one", "the causal mask lets each token see the next one", causal="next"),
         Variant.of("causal-transposed", "the causal mask is upper-triangular: tokens read the future",
-                   causal="upper")]
+                   causal="upper"),
+        # one token at a time needs no mask: a module without one is seen only with several tokens at once
+        Variant.of("causal-mask-missing", "no causal mask is applied: every token reads the tokens after it",
+                   causal="none") if chunks is None or any(n > 1 for n in chunks) else None]
+    found = [v for v in found if v is not None]
     if chunks is not None and all(n == 1 for n in chunks):
         found = [v for v in found if v.mistake != "causal-transposed"]
     if 1 < h_kv < h:

@@ -200,16 +200,18 @@ def positional(seq_len, d_model, *, swap=False, freq="2i", layout="interleaved")
     swap: cosine on the even features and sine on the odd ones (pe-sin-cos-swapped).
     freq: "2i" (correct: feature pair i uses 10000^(2i/d_model)); "i" (exponent i/d_model),
         "feature" (exponent j/d_model with j the feature index, so odd features get their own
-        frequency), "inverse" (p * 10000^(2i/d_model)): all pe-wrong-frequency.
+        frequency), "inverse" (p * 10000^(2i/d_model)), "2feature" (exponent 2j/d_model with j the
+        feature index: 4i/d_model and (4i + 2)/d_model): all pe-wrong-frequency.
     layout: "interleaved" (correct: sin on 2i, cos on 2i + 1) or "concat" (the d/2 sines first, then
         the d/2 cosines: pe-concatenated).
     """
     import torch
     pos = torch.arange(seq_len, dtype=torch.float64)[:, None]           # (T, 1)
     i = torch.arange(d_model // 2, dtype=torch.float64)[None, :]        # (1, d/2): pair index
-    expo = {"2i": 2 * i, "i": i, "feature": 2 * i, "inverse": -2 * i}[freq] / d_model
+    expo = {"2i": 2 * i, "i": i, "feature": 2 * i, "inverse": -2 * i, "2feature": 4 * i}[freq] / d_model
     even = pos / 10000 ** expo                                          # (T, d/2)
-    odd = pos / 10000 ** ((2 * i + 1) / d_model) if freq == "feature" else even
+    odd = {"feature": lambda: pos / 10000 ** ((2 * i + 1) / d_model),
+           "2feature": lambda: pos / 10000 ** ((4 * i + 2) / d_model)}.get(freq, lambda: even)()
     first, second = (torch.cos, torch.sin) if swap else (torch.sin, torch.cos)
     pe = torch.zeros(seq_len, d_model, dtype=torch.float64)
     if layout == "concat":
@@ -306,7 +308,8 @@ def causal_step(p, x, cache=None, *, h, h_kv, order="interleave", offset="past",
         given is returned, or the new keys when there was none); "new" (only the new keys/values);
         "none" (None): cache-not-appended.
     causal: "tril" (correct), "diag" (the diagonal blocked), "next" (one future key let through),
-        "upper" (upper-triangular): causal-off-by-one / causal-transposed.
+        "upper" (upper-triangular): causal-off-by-one / causal-transposed; "none" (no causal mask at
+        all): causal-mask-missing.
     cache_order: "old-new" (correct) or "new-old" (the new keys concatenated before the cached ones,
         used so and returned so): cache-order-reversed.
     store: "kv" (correct: the cache holds the num_kv_heads keys/values) or "repeated" (the keys and
@@ -332,7 +335,7 @@ def causal_step(p, x, cache=None, *, h, h_kv, order="interleave", offset="past",
             "whisper": T_all - T if T == 1 else 0}[offset]
     ones = torch.ones(T, T_all, dtype=torch.bool)
     allowed = {"tril": ones.tril(past), "diag": ones.tril(past - 1), "next": ones.tril(past + 1),
-               "upper": ones.triu(past)}[causal]
+               "upper": ones.triu(past), "none": ones}[causal]
     out = _attend(q, repeat_heads(k, n_rep, order=order), repeat_heads(v, n_rep, order=order), allowed,
                   scale=scale, d_other=d_other or D)                    # (B, h, T, d_k)
     out = linear(merge(out, mixed=heads_mixed), p, "w_o")               # (B, T, D)

@@ -332,6 +332,14 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "`cache = (k, v)`, then `repeat_kv(k, n_rep)`, `repeat_kv(v, n_rep)`.",
         "the returned cache equals the expected one with every key/value head repeated n_rep times"),
     Mistake(
+        "causal-mask-missing", "No causal mask",
+        "A decoder's self-attention must not let a token read the tokens after it. Without a causal mask every "
+        "token reads the whole sequence, future included. Decoding one token at a time hides it (a single new "
+        "token has no future to see); a prompt or a chunk of several tokens shows it.",
+        "Block the future: `mask = torch.ones(T, T_past + T, dtype=torch.bool).tril(T_past)`, then "
+        "`scores.masked_fill(~mask, float('-inf'))` before the softmax.",
+        "the output equals attention without any mask"),
+    Mistake(
         "kv-repeat-wrong-axis", "Key/value heads repeated along the wrong axis",
         "repeat_kv must repeat along the head axis (dim 1 of (B, h_kv, T, d_k)). Repeating along the batch, "
         "time or feature axis gives a tensor of the wrong shape whose entries are the right ones in the "
