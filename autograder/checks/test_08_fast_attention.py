@@ -102,9 +102,9 @@ def run_variants(h, h_kv, d_model, chunked, chunks=None):
                                 "another group's keys and values", order="tile"))
     if chunked:
         found += [
-            Variant.of("cache-causal-offset", "the mask of the new tokens is tril of the (T, T_past + T) rectangle "
-                       "without the T_past offset (as is_causal=True does), so new tokens cannot see most of the "
-                       "cache", offset="ignore"),
+            Variant.of("cache-causal-offset", "the mask of the new tokens is the lower triangle of the (T, T_past + T) "
+                       "rectangle without the T_past offset, so new tokens cannot see most of the cache",
+                       offset="ignore"),
             Variant.of("cache-causal-offset", "with a cache no causal mask is applied, so new tokens see the new "
                        "tokens after them", offset="none"),
             # told apart from "ignore" only by a run with one-token and longer pieces after the first

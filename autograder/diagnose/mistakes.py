@@ -393,3 +393,16 @@ def describe(mistake_id: str) -> str:
     """One paragraph for a student: what the mistake is and how to fix it."""
     m = CATALOGUE[mistake_id]
     return f"This looks like '{m.id}' ({m.title.lower()}): {m.explanation} Fix: {m.hint}"
+for _l in ("01", "02"):
+    LESSON_FIX[("mask-inverted", _l)] = (None, "Block where the mask is False/0: `np.where(mask, scores, -np.inf)`.")
+    LESSON_FIX[("batched-transpose", _l)] = (None, "Swap only the last two axes: `np.swapaxes(k, -1, -2)`.")
+for _l in ("03", "05", "06"):
+    LESSON_FIX[("mask-inverted", _l)] = (None, "Block where the mask is False/0: "
+                                               "`scores.masked_fill(mask == 0, float('-inf'))`.")
+    LESSON_FIX[("batched-transpose", _l)] = (None, "Swap only the last two axes: `k.transpose(-2, -1)`.")
+LESSON_FIX[("masked-row-nan", "03")] = (
+    None, "After the softmax, set the weights of rows with no allowed key to zero, e.g. "
+          "`weights.masked_fill(~allowed.any(-1, keepdim=True), 0.0)` (and make sure no NaN reaches the output).")
+LESSON_FIX[("missing-scale", "03")] = (
+    None, "Divide the scores by `math.sqrt(d_k)`, where d_k = q.shape[-1] is the size of the projected queries, "
+          "before the softmax.")
