@@ -219,8 +219,8 @@ def test_block_dropout_active_in_training(student, rng):
         raise Mismatch(f"TransformerBlock(8, 2, 16, dropout=0.5) in training mode never drops {' or '.join(missing)}: "
                        "with that sublayer's output fixed at a constant (its last layer's weight zero, so the "
                        "attention's own dropout changes nothing), the training-mode output equals the eval-mode "
-                       "one. The docstring asks for dropout on both residual branches: `x = x + self.drop1(a)` and "
-                       "`x + self.drop2(self.ff(self.norm2(x)))`, with `self.drop1 = nn.Dropout(dropout)`")
+                       "one. The docstring asks for dropout on both residual branches: pass each sublayer's output through an "
+                       "nn.Dropout module of its own before adding it to x")
     if not torch.allclose(run(0.0, params, True), run(0.5, params, False), atol=1e-5):
         raise Mismatch("with dropout=0.0 the training-mode output differs from the eval-mode output; "
                        "only dropout may depend on the mode")

@@ -310,8 +310,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "The encoding puts the d_model/2 sines in the first half of the features and the cosines in the "
         "second half (`torch.cat([sin, cos], dim=-1)`). Every value is there, but at the wrong feature: the "
         "formula interleaves them, PE[p, 2i] = sin and PE[p, 2i+1] = cos.",
-        "Fill the even features with the sines and the odd ones with the cosines: `pe[:, 0::2] = torch.sin(angles)` "
-        "and `pe[:, 1::2] = torch.cos(angles)` (or `torch.stack([sin, cos], dim=-1).flatten(-2)`).",
+        "Fill the even features (`0::2`) with the sines and the odd ones (`1::2`) with the cosines of the same "
+        "angles, or stack each pair: `torch.stack([sin, cos], dim=-1).flatten(-2)`.",
         "the output equals the sines followed by the cosines"),
     Mistake(
         "cache-order-reversed", "The cache is concatenated as [new, old]",
