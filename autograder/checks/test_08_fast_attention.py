@@ -90,9 +90,10 @@ def run_variants(h, h_kv, d_model, chunked, chunks=None):
         Variant.of("causal-off-by-one", "the causal mask lets each token see the next one", causal="next"),
         Variant.of("causal-transposed", "the causal mask is upper-triangular: tokens read the future",
                    causal="upper"),
-        # one token at a time needs no mask: a module without one is seen only with several tokens at once
+        # one token at a time needs no mask: a module without one is seen only with several tokens at once,
+        # and told from "no mask once a cache is given" only by a first piece of several tokens
         Variant.of("causal-mask-missing", "no causal mask is applied: every token reads the tokens after it",
-                   causal="none") if chunks is None or any(n > 1 for n in chunks) else None]
+                   causal="none") if not chunked or (chunks is not None and chunks[0] > 1) else None]
     found = [v for v in found if v is not None]
     if chunks is not None and all(n == 1 for n in chunks):
         found = [v for v in found if v.mistake != "causal-transposed"]
@@ -105,8 +106,10 @@ def run_variants(h, h_kv, d_model, chunked, chunks=None):
             Variant.of("cache-causal-offset", "the mask of the new tokens is the lower triangle of the (T, T_past + T) "
                        "rectangle without the T_past offset, so new tokens cannot see most of the cache",
                        offset="ignore"),
+            # after a given cache, "no mask with a cache" and "no mask at all" are one answer: only a run
+            # whose first piece has several tokens tells them apart
             Variant.of("cache-causal-offset", "with a cache no causal mask is applied, so new tokens see the new "
-                       "tokens after them", offset="none"),
+                       "tokens after them", offset="none") if chunks is not None else None,
             # told apart from "ignore" only by a run with one-token and longer pieces after the first
             Variant.of("cache-causal-offset", "one new token reads every cached key (right), but several new tokens "
                        "after a cache get the top-left corner of the causal mask, without the T_past offset, so they "
