@@ -71,8 +71,13 @@ def test_a_mask_check_passes_when_only_another_mistake_explains_the_answer():
 
 
 def test_scale_variants_name_the_size_used():
-    details = {v.detail for v in scale_variants(4, [("d_model", 16)])}
+    details = {v.detail for v in scale_variants(4, [("d_model", 24)])}
     assert "the scores are divided by sqrt(d_model) instead of sqrt(d_k)" in details
+    # d_model = d_k ** 2 (issue 23): dividing by d_k and by sqrt(d_model) are one answer; the detail says
+    # both, and no second variant claims to know which
+    same = scale_variants(4, [("d_model", 16)])
+    assert not any(v.switches == (("d_other", 16), ("scale", "other")) for v in same)
+    assert any("d_k = sqrt(d_model)" in v.detail for v in same)
     assert not any(v.switches == (("d_other", 4), ("scale", "other")) for v in scale_variants(4, [("d_v", 4)]))
 
 

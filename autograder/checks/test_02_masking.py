@@ -2,7 +2,8 @@
 import numpy as np
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import MASK_MISTAKES, Mismatch, all_of, call_attention, describe_shape, exercise, expect_array, expect_attention
+from autograder.grading.checking import (MASK_MISTAKES, Mismatch, all_of, call_attention, describe_shape, exercise,
+                                        expect_array, expect_attention, expect_varies)
 from autograder.run.errors import StudentError
 
 LESSON = "02_masking"
@@ -12,7 +13,7 @@ def causal_mutants(n):
     return [("causal-off-by-one", lambda: fingerprints.causal(n, offset=-1)),
             ("causal-off-by-one", lambda: fingerprints.causal(n, offset=1)),
             ("causal-transposed", lambda: fingerprints.causal(n, upper=True)),
-            ("mask-inverted", lambda: ~fingerprints.causal(n))]
+            ("mask-inverted", lambda: ~fingerprints.causal(n))][:4 if n > 1 else 3]   # n = 1: inverted = diagonal blocked
 
 
 def as_bool_values(got):
@@ -25,7 +26,7 @@ def as_bool_values(got):
 @exercise("causal_mask", points=2)
 def test_causal_mask_values(student, reference, rng):
     """causal_mask(n) is True exactly where key j <= query i"""
-    for n in (1, 2, *(int(m) for m in rng.choice(np.arange(3, 13), 2, replace=False))):   # hidden sizes with a secret
+    for n in (*(int(m) for m in rng.choice(np.arange(3, 13), 2, replace=False)), 2, 1):   # hidden sizes with a secret
         got = as_bool_values(student.causal_mask(n))
         expect_array(got, reference.causal_mask(n), call=f"causal_mask({n})", mutants=causal_mutants(n))
 
@@ -42,6 +43,8 @@ def test_causal_mask_is_boolean(student, rng):
         raise Mismatch(f"causal_mask({n}) returned {what}; expected a bool array of shape ({n}, {n}) "
                        f"(for example np.tril(np.ones((n, n), dtype=bool)))",
                        mistake="wrong-shape" if shape_only else "wrong-type")
+    # all True or all False is the right type and shape, and masks nothing: no points
+    expect_varies(got, call=f"causal_mask({n})", what="its entries")
 
 
 def padding_mutants(lengths, max_len):
@@ -69,12 +72,13 @@ def test_padding_mask_values(student, reference, rng):
 def test_padding_mask_accepts_lists(student, reference, rng):
     """padding_mask accepts lengths as a list and returns a bool array"""
     max_len = int(rng.integers(3, 7))
-    lengths = [int(n) for n in rng.integers(1, max_len + 1, 2)]          # a plain list of ints
+    lengths = [max_len, int(rng.integers(1, max_len))]                   # a plain list of ints, one padded
     call = f"padding_mask({lengths}, {max_len})"
     got = student.padding_mask(lengths, max_len)
     if not isinstance(got, np.ndarray) or got.dtype != np.bool_:
         what = f"dtype {got.dtype}" if isinstance(got, np.ndarray) else f"a {type(got).__name__}"
         raise Mismatch(f"{call} returned {what}; expected a bool array", mistake="wrong-type")
+    expect_varies(got, call=call, what="its entries")
     expect_array(got, reference.padding_mask(np.array(lengths), max_len), call=call,
                  mutants=padding_mutants(np.array(lengths), max_len))
 

@@ -3,7 +3,9 @@ import torch
 
 from autograder.diagnose import fingerprints
 from autograder.grading.checking import (ALWAYS_CAUSAL, MASK_MISTAKES, Fingerprints, Variant, exercise, expect_module, expect_parameters, load_lenient, expect_tensor, linear_shapes,
-                                 mask_variants, random_parameters, reference_output, scale_variants)
+                                 mask_variants, random_parameters, reference_output, scale_variants,
+                                 expect_module_computes, module_output)
+from autograder.run.errors import StudentError
 
 LESSON = "03_self_attention_head"
 NAMES = ("w_q", "w_k", "w_v")
@@ -59,6 +61,17 @@ def check_head(student, reference, rng, batch, t, d_model, d_k, mask=None, what=
 def test_head_has_three_linear_projections(student):
     """SelfAttentionHead has w_q, w_k, w_v = nn.Linear(d_model, d_k) with bias"""
     expect_parameters(student.SelfAttentionHead(12, 5), linear_shapes(NAMES, 12, 5), "SelfAttentionHead(12, 5)")
+    expect_module_computes(lambda: student.SelfAttentionHead(12, 5), linear_shapes(NAMES, 12, 5), head_forward,
+                           (2, 4, 12), call="SelfAttentionHead(12, 5)(x)")
+
+
+def head_forward(module, x):
+    """The head's output for x; a head that needs a mask gets one that allows every key."""
+    try:
+        got = module(x)
+    except StudentError:
+        got = module(x, torch.ones(x.shape[1], x.shape[1], dtype=torch.bool))
+    return module_output(got, "SelfAttentionHead(12, 5)(x)", lenient=True)
 
 
 @exercise("SelfAttentionHead", points=2)

@@ -47,7 +47,27 @@ def example_mutants(reference, key):
     if what >= 4:
         found.append(Variant.of("softmax-wrong-axis", "the softmax normalises each column (over the queries) "
                                 "instead of each row (over the keys)", axis=-2))
-    return Fingerprints(run, found)
+    return Fingerprints(run, distinct(run, found))
+
+
+def distinct(run, found):
+    """The variants whose answers on the example differ from every other variant's (the example's
+    numbers are fixed, so where two hypotheses give one answer, e.g. saturated weights with and
+    without a scale, neither is named)."""
+    answers = []
+    for v in found:
+        try:
+            answers.append(np.asarray(run(**dict(v.switches)), dtype=np.float64))
+        except Exception:
+            answers.append(None)
+    keep = []
+    for i, v in enumerate(found):
+        same = [j for j, a in enumerate(answers) if j != i and a is not None and answers[i] is not None
+                and a.shape == answers[i].shape and np.allclose(a, answers[i], rtol=1e-5, atol=1e-8)
+                and (found[j].mistake, found[j].detail) != (v.mistake, v.detail)]
+        if not same:
+            keep.append(v)
+    return keep
 
 
 def check_keys(student, reference, keys):
@@ -105,6 +125,9 @@ def errors_answer(student):
 def test_names_every_wrong_published_value(student, reference):
     """published_errors names every published value that is wrong"""
     got, expected = errors_answer(student), reference.published_errors()
+    if got >= set(reference.PUBLISHED):
+        raise Mismatch("published_errors() names every printed value, so it tells no wrong value from a right "
+                       "one: compare each with your worked_example() and name only those that differ")
     missed = sorted(expected - got, key=KEYS.index)
     if missed:
         raise Mismatch(f"published_errors() misses {', '.join(missed)}: compare your worked_example() with "
@@ -115,6 +138,9 @@ def test_names_every_wrong_published_value(student, reference):
 def test_names_no_correct_value(student, reference):
     """published_errors names nothing that was printed correctly (or not printed at all)"""
     got, expected = errors_answer(student), reference.published_errors()
+    if not got & expected:   # naming nothing (or nothing wrong) is not a finding
+        raise Mismatch("published_errors() names none of the published values that are wrong; this check gives "
+                       "points for naming the wrong ones without naming right ones, and naming nothing finds nothing")
     extra = sorted(got - expected)
     if extra:
         unprinted = [k for k in extra if k not in reference.PUBLISHED]

@@ -6,7 +6,8 @@ from autograder.diagnose import fingerprints
 from autograder.grading.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
                                  random_parameters,
-                                 reference_output, scale_variants)
+                                 reference_output, scale_variants, expect_module_computes,
+                                 projections_unused)
 from autograder.run.errors import StudentError
 
 LESSON = "05_multi_head_attention"
@@ -70,8 +71,16 @@ def mha_mutants(p, q, k, v, mask, h, module=None):
         return fingerprints.torch_mha(*args, h=h, **kw)
 
     found = scale_variants(d_model // h, [("d_model", d_model)]) + [
+        # with one key (and the softmax over the keys) a split that mixes positions changes nothing, so
+        # "split and merge" and "merge only" give one answer: one variant says both
         Variant.of("heads-mixed", f"(B, T, d_model) is reshaped straight to (B, {h}, T, {d_model // h}) "
-                   "without the transpose (and merged back the same way)", heads_mixed=True),
+                   "without the transpose (and merged back the same way)", heads_mixed=True) if k.shape[1] > 1 else
+        Variant.of("heads-mixed", f"the heads are merged by reshaping (B, {h}, T, {d_model // h}) straight to (B, T, "
+                   f"{d_model}) without moving the head axis back (the split may mix positions too: with one key "
+                   "that cannot be seen)", heads_mixed=True),
+        Variant.of("heads-mixed", f"the heads are split by reshaping (B, T, {d_model}) straight to (B, {h}, T, "
+                   f"{d_model // h}) without the transpose (the merge moves the head axis back right)",
+                   heads_mixed="split") if k.shape[1] > 1 else None,
         Variant.of("kv-reuse-query-projection", "the keys are computed with w_q instead of w_k", k_from="q"),
         Variant.of("kv-reuse-query-projection", "the values are computed with w_q instead of w_v", v_from="q"),
         Variant.of("kv-from-query-input", "the keys are projected from the `query` input instead of `key`",
@@ -79,7 +88,8 @@ def mha_mutants(p, q, k, v, mask, h, module=None):
         Variant.of("kv-from-query-input", "the values are projected from the `query` input instead of `value`",
                    v_in="query"),
         Variant.of("heads-mixed", f"the heads are split right but merged by reshaping (B, {h}, T, {d_model // h}) "
-                   f"straight to (B, T, {d_model}) without moving the head axis back", heads_mixed="merge"),
+                   f"straight to (B, T, {d_model}) without moving the head axis back", heads_mixed="merge")
+        if k.shape[1] > 1 else None,
         Variant.of("missing-output-projection", "the merged heads are returned without w_o", out_proj=False),
         Variant.of("softmax-wrong-axis", "the softmax normalises over the heads (dim 1), not the keys: "
                    "nn.Softmax() with no dim picks dim 1 of a 4-D tensor", axis=1),
@@ -147,11 +157,28 @@ def check_mha(student, reference, rng, *, b, lq, lk, d_model, h, mask=None, what
     return module, params, (q, k, v), got
 
 
+def mha_forward(module, x):
+    """The module's self-attention output for x; one that needs a mask gets one that allows every key."""
+    try:
+        got = module(x, x, x)
+    except StudentError:
+        got = module(x, x, x, torch.ones(x.shape[0], 1, x.shape[1], x.shape[1], dtype=torch.bool))
+    return module_output(got, "MultiHeadAttention(8, 2)(x, x, x)", lenient=True)
+
+
+def expect_mha_computes(student):
+    """No points for names, shapes or determinism to a module that computes nothing (a constant, a
+    bias, its input, zeros)."""
+    expect_module_computes(lambda: make_mha(student, 8, 2), linear_shapes(NAMES, 8, 8), mha_forward, (2, 5, 8),
+                           call="MultiHeadAttention(8, 2)(x, x, x)")
+
+
 @exercise("MultiHeadAttention", points=1)
 def test_mha_parameters_and_divisibility(student):
     """MultiHeadAttention has w_q, w_k, w_v, w_o = nn.Linear(d_model, d_model) and rejects d_model % h != 0"""
     expect_parameters(make_mha(student, 12, 3), linear_shapes(NAMES, 12, 12), "MultiHeadAttention(12, 3)",
                       output="w_o")
+    expect_mha_computes(student)
     try:
         make_mha(student, 10, 3)
     except StudentError as err:
@@ -167,7 +194,7 @@ def test_mha_parameters_and_divisibility(student):
 @exercise("MultiHeadAttention", points=2)
 def test_mha_self_attention(student, reference, rng):
     """MultiHeadAttention matches the reference (self-attention, h = 2 and 4)"""
-    for b, t, d_model, h in [(2, 5, 8, 2), (3, 6, 16, 4)]:
+    for b, t, d_model, h in [(2, 5, 8, 2), (3, 6, 24, 4)]:
         module, params = build(student, rng, d_model, h)
         x = tensor(rng, b, t, d_model)
 
@@ -197,6 +224,11 @@ def test_mha_projections_all_matter(student, reference, rng):
     module, params = build(student, rng, 8, 2)
     q, k, v = tensor(rng, 2, 4, 8), tensor(rng, 2, 5, 8), tensor(rng, 2, 5, 8)
     before = module_output(module(q, k, v), "MultiHeadAttention(8, 2)(query, key, value)")
+    unused = projections_unused(module, params, rng, lambda: module_output(
+        module(q, k, v), "MultiHeadAttention(8, 2)(query, key, value)"), before, NAMES,
+        lambda changed: load_lenient(module, linear_shapes(NAMES, 8, 8), changed, "MultiHeadAttention(8, 2)"))
+    if unused:
+        raise unused
     for name in ("w_k.weight", "w_v.weight"):
         changed = dict(params)
         changed[name] = params[name] + torch.from_numpy(rng.standard_normal(params[name].shape).astype(np.float32))
@@ -237,6 +269,7 @@ def test_mha_causal_mask_and_blocked_rows(student, reference, rng):
 def test_mha_dropout_off_in_eval(student, rng):
     """with dropout=0.5, eval mode is deterministic and gives the same output as dropout=0"""
     # judged on the student's own outputs only: any other mistake is the value checks' business
+    expect_mha_computes(student)
     params = random_parameters(rng, linear_shapes(NAMES, 8, 8))
     q, k, v = tensor(rng, 2, 4, 8), tensor(rng, 2, 6, 8), tensor(rng, 2, 6, 8)
     if not takes_dropout(student):   # no dropout at all: eval mode must still be deterministic
@@ -284,6 +317,7 @@ def test_mha_dropout_active_in_training(student, rng):
     params = random_parameters(rng, linear_shapes(NAMES, 8, 8))
     x = tensor(rng, 2, 6, 8)
     if not takes_dropout(student):   # no dropout at all: training mode must change nothing
+        expect_mha_computes(student)
         module = make_mha(student, 8, 2)
         load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2)")
         module.train(True)

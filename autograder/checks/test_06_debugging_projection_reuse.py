@@ -8,7 +8,8 @@ from autograder.diagnose import fingerprints
 from autograder.grading.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
                                  random_parameters,
-                                 reference_output, scale_variants)
+                                 reference_output, scale_variants, expect_module_computes,
+                                 projections_unused)
 from autograder.run.errors import StudentError
 from autograder.checks import projection_subjects
 from autograder.run.wire import ClassSource
@@ -139,6 +140,9 @@ def test_fixed_has_four_projections(student):
     """FixedMultiHeadAttention has q_project, k_project, v_project, o_project = nn.Linear(d_model, d_model)"""
     expect_parameters(student.FixedMultiHeadAttention(8, 2, 0.0), linear_shapes(NAMES, 8, 8),
                       "FixedMultiHeadAttention(8, 2, 0.0)", output="o_project")
+    expect_module_computes(lambda: student.FixedMultiHeadAttention(8, 2, 0.0), linear_shapes(NAMES, 8, 8),
+                           lambda m, x: module_output(m(x), "FixedMultiHeadAttention(8, 2, 0.0)(x)", lenient=True),
+                           (2, 5, 8), call="FixedMultiHeadAttention(8, 2, 0.0)(x)")
 
 
 @exercise("FixedMultiHeadAttention", points=2)
@@ -187,6 +191,11 @@ def test_fixed_uses_every_projection(student, reference, rng):
     module.eval()
     x = torch.from_numpy(rng.standard_normal((2, 5, 8)).astype(np.float32))
     before = module_output(module(x), "FixedMultiHeadAttention(8, 2, 0.0)(x)")
+    unused = projections_unused(module, params, rng, lambda: module_output(
+        module(x), "FixedMultiHeadAttention(8, 2, 0.0)(x)"), before, NAMES,
+        lambda changed: load_lenient(module, shapes, changed, "FixedMultiHeadAttention(8, 2, 0.0)"))
+    if unused:
+        raise unused
     for name in ("k_project.weight", "v_project.weight"):
         changed = dict(params)
         changed[name] = params[name] + torch.from_numpy(rng.standard_normal(params[name].shape).astype(np.float32))

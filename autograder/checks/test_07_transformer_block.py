@@ -3,8 +3,9 @@ import numpy as np
 import torch
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (Fingerprints, Mismatch, Variant, exercise, expect_parameters, expect_tensor,
-                                 random_parameters, reference_output)
+from autograder.grading.checking import (Fingerprints, Mismatch, Variant, exercise, expect_module_computes,
+                                 expect_parameters, expect_tensor, expect_varies, module_output, random_parameters,
+                                 reference_output)
 from autograder.run.errors import StudentError
 
 LESSON = "07_transformer_block"
@@ -27,6 +28,11 @@ def pe_mutants(seq_len, d_model):
                    "get a frequency of their own instead of their pair's", freq="feature"),
         Variant.of("pe-wrong-frequency", "p is multiplied by 10000^(2i/d_model) instead of divided by it",
                    freq="inverse"),
+        Variant.of("pe-wrong-frequency", "the exponent is 2j / d_model with j the feature index, so feature 2i "
+                   "uses 4i / d_model and its cosine partner (4i + 2) / d_model", freq="2feature"),
+        # d_model = 2: one sine and one cosine, the same features either way
+        Variant.of("pe-concatenated", "the features hold all the sines first, then all the cosines, instead of "
+                   "sin and cos alternating", layout="concat") if d_model > 2 else None,
     ])
 
 
@@ -49,6 +55,11 @@ def test_positional_encoding_dtype_and_odd_width(student):
     if not isinstance(got, torch.Tensor):
         raise Mismatch(f"positional_encoding(4, 8) returned {type(got).__name__}; expected a torch.Tensor",
                        mistake="wrong-type")
+    # a constant, or the same row at every position, encodes nothing: no points for its dtype
+    expect_varies(got, call="positional_encoding(4, 8)")
+    if got.dim() == 2 and got.shape[0] > 1 and torch.allclose(got[0], got[1:], atol=1e-7):
+        raise Mismatch("positional_encoding(4, 8) gives every position the same row: it does not encode the "
+                       "position (a check like this one gives points only to an answer that computes something)")
     try:
         student.positional_encoding(4, 7)
     except StudentError as err:
@@ -93,13 +104,14 @@ def block_mutants(params, x, mask, h):
     ]
     if mask is not None:
         variants += [
-            Variant.of("mask-inverted", "the course's mask (True = may attend) went to nn.MultiheadAttention "
-                       "unconverted, where True means blocked: pass ~mask", invert=True),
-            Variant.of("mask-inverted", "the course's mask (True = may attend) went to nn.MultiheadAttention "
-                       "unconverted, where True means blocked: pass ~mask", invert=True, blocked="zero"),
-            Variant.of("mask-misbroadcast", "the (B, T, T) mask was expanded to (B * num_heads, T, T) with "
-                       ".repeat(num_heads, 1, 1), which tiles the sequences; torch wants each sequence's heads "
-                       "together: .repeat_interleave(num_heads, dim=0)", mask_misbroadcast=True),
+            Variant.of("mask-inverted", "the pairs the course's mask allows (True) are the ones blocked, as when "
+                       "it reaches nn.MultiheadAttention's attn_mask (True = blocked) unconverted", invert=True),
+            Variant.of("mask-inverted", "the pairs the course's mask allows (True) are the ones blocked, as when "
+                       "it reaches nn.MultiheadAttention's attn_mask (True = blocked) unconverted", invert=True,
+                       blocked="zero"),
+            Variant.of("mask-misbroadcast", "the (B * num_heads, T, T) mask that nn.MultiheadAttention receives "
+                       "has the sequences tiled (0 1 0 1 ...), so a head of one sequence reads another sequence's "
+                       "mask", mask_misbroadcast=True),
         ]
     return Fingerprints(run, variants, depth=2)
 
@@ -125,6 +137,9 @@ def check_block(student, reference, rng, *, b, t, d_model, h, d_ff, mask=None, w
 def test_block_parameters(student):
     """TransformerBlock has attn, norm1, norm2 and ff with the documented shapes"""
     expect_parameters(student.TransformerBlock(12, 3, 20), block_shapes(12, 20), "TransformerBlock(12, 3, 20)")
+    expect_module_computes(lambda: student.TransformerBlock(12, 3, 20), block_shapes(12, 20),
+                           lambda m, x: module_output(m(x), "TransformerBlock(12, 3, 20)(x)", lenient=True),
+                           (2, 5, 12), call="TransformerBlock(12, 3, 20)(x)")
 
 
 @exercise("TransformerBlock", points=2)
@@ -168,21 +183,44 @@ def test_block_dropout_off_in_eval(student, reference, rng):
                   mutants=block_mutants(params, x, None, 2), signs={"dropout-in-eval": lambda g: dropped})
 
 
+def branch_parameters(params, branch):
+    """The block's parameters with one sublayer's output fixed at a constant: the other sublayer's
+    last layer is zero (it adds nothing), and this one's weight is zero with a non-zero bias. The
+    attention's own dropout (on its weights) then changes nothing, since out_proj ignores its input:
+    only dropout on the branch's output, before the residual addition, can change the block's output."""
+    p = dict(params)
+    for name, last in (("attn", "attn.out_proj"), ("ff", "ff.2")):
+        p[f"{last}.weight"] = torch.zeros_like(params[f"{last}.weight"])
+        p[f"{last}.bias"] = torch.full_like(params[f"{last}.bias"], 0.75 if name == branch else 0.0)
+    return p
+
+
 @exercise("TransformerBlock", points=1)
 def test_block_dropout_active_in_training(student, rng):
-    """in training mode dropout=0.5 changes the output, and dropout=0.0 does not"""
+    """in training mode dropout=0.5 acts on both residual branches, and dropout=0.0 changes nothing"""
     params = block_parameters(rng, 8, 16)
     x = tensor(rng, 2, 6, 8)
-    outputs = {}
-    for p, mode in [(0.5, True), (0.5, False), (0.0, True)]:
+
+    def run(p, values, mode):
         block = student.TransformerBlock(8, 2, 16, p)
-        block.load_parameters(params)
+        block.load_parameters(values)
         block.train(mode)
-        outputs[(p, mode)] = torch.as_tensor(block(x))
-    if torch.allclose(outputs[(0.5, True)], outputs[(0.5, False)], atol=1e-6):
+        return module_output(block(x), f"TransformerBlock(8, 2, 16, dropout={p})(x)")
+
+    if torch.allclose(run(0.5, params, True), run(0.5, params, False), atol=1e-6):
         raise Mismatch("TransformerBlock(8, 2, 16, dropout=0.5) gives the same output in training and eval mode: "
                        "dropout is not applied (pass dropout to nn.MultiheadAttention and apply nn.Dropout to "
                        "each sublayer's output before the residual addition)")
-    if not torch.allclose(outputs[(0.0, True)], outputs[(0.5, False)], atol=1e-5):
+    missing = [what for branch, what in (("attn", "the attention sublayer's output"),
+                                         ("ff", "the feed-forward sublayer's output"))
+               if torch.allclose(run(0.5, branch_parameters(params, branch), True),
+                                 run(0.5, branch_parameters(params, branch), False), atol=1e-6)]
+    if missing:
+        raise Mismatch(f"TransformerBlock(8, 2, 16, dropout=0.5) in training mode never drops {' or '.join(missing)}: "
+                       "with that sublayer's output fixed at a constant (its last layer's weight zero, so the "
+                       "attention's own dropout changes nothing), the training-mode output equals the eval-mode "
+                       "one. The docstring asks for dropout on both residual branches: pass each sublayer's output through an "
+                       "nn.Dropout module of its own before adding it to x")
+    if not torch.allclose(run(0.0, params, True), run(0.5, params, False), atol=1e-5):
         raise Mismatch("with dropout=0.0 the training-mode output differs from the eval-mode output; "
                        "only dropout may depend on the mode")

@@ -112,6 +112,7 @@ class Verdict:
     detail: str
     found: dict[str, set[str]] = field(default_factory=dict)   # grade_id -> ids the grader named
     output: str = ""         # the feedback of the entry's wrong exercises
+    scores: dict[str, tuple[float, float]] = field(default_factory=dict)   # grade_id -> (score, max)
 
     @property
     def hits(self) -> list[tuple[str, bool]]:
@@ -136,6 +137,7 @@ def judge(entry: Entry, result: dict) -> Verdict:
         return Verdict(entry, ok, None, "full marks" if ok else f"lost points: {', '.join(lost + missing)}",
                        found={ex: ids for ex, ids in found.items() if ids})
     parts, ok, found, outputs = [], True, {}, []
+    scores = {ex: (e["score"], e["max"]) for (lesson, ex), e in exercises.items() if ex in entry.wrong}
     for ex in entry.wrong:
         e = exercises.get((entry.lesson, ex))
         if e is None:
@@ -148,7 +150,7 @@ def judge(entry: Entry, result: dict) -> Verdict:
         outputs += [f"[{ex}] {t['name'].split(': ', 1)[-1]}\n{t['output']}" for t in e["failed"]]
     expected = entry.mistakes
     named = None if not expected else all(m in found.get(ex, set()) for ex, ids in entry.wrong.items() for m in ids)
-    return Verdict(entry, ok, named, "; ".join(parts), found=found, output="\n\n".join(outputs))
+    return Verdict(entry, ok, named, "; ".join(parts), found=found, output="\n\n".join(outputs), scores=scores)
 
 
 def grade_corpus(entries: list[Entry], jobs: int | None = None) -> list[Verdict]:

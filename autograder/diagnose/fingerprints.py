@@ -149,8 +149,9 @@ def torch_mha(p, query, key, value, mask=None, *, h, names=("w_q", "w_k", "w_v",
     blocked_rows: "zero" (correct) or "nan" (masked-row-nan).
     mask_misbroadcast: a (B, 1, Lq, Lk) mask loses its head axis, so the (B, Lq, Lk) left
         broadcasts as (1, B, Lq, Lk): head i reads sequence i's mask (mask-misbroadcast; B == h only).
-    heads_mixed: True (split and merge both reshape without the transpose) or "merge" (the split is
-        right, the merge reshapes (B, h, T, d_k) straight to (B, T, d_model)): heads-mixed.
+    heads_mixed: True (split and merge both reshape without the transpose), "merge" (the split is
+        right, the merge reshapes (B, h, T, d_k) straight to (B, T, d_model)) or "split" (the split
+        reshapes (B, T, d_model) straight to (B, h, T, d_k), the merge is right): heads-mixed.
     extra: a deviation the catalogue has no id for, seen in published code, so that the catalogued
         mistakes beside it are still named: "relu" (ReLU after every projection, the output one
         included), "residual_ln" (the module returns LayerNorm(output + query), LayerNorm's
@@ -165,7 +166,7 @@ def torch_mha(p, query, key, value, mask=None, *, h, names=("w_q", "w_k", "w_v",
     k = act(linear(inputs[k_in], p, pick[k_from]))              # (B, Lk, D)
     v = act(linear(inputs[v_in], p, pick[v_from]))              # (B, Lk, D)
     D = q.shape[-1]
-    qh, kh, vh = (split(t, h, mixed=heads_mixed is True) for t in (q, k, v))   # (B, h, L, d_k)
+    qh, kh, vh = (split(t, h, mixed=heads_mixed in (True, "split")) for t in (q, k, v))   # (B, h, L, d_k)
     m = None
     if extra == "causal":   # a causal mask always applied (a `tril` buffer), whatever mask is given
         m = torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).tril()
@@ -183,7 +184,7 @@ def torch_mha(p, query, key, value, mask=None, *, h, names=("w_q", "w_k", "w_v",
     if first_head_only:
         heads = heads.clone()
         heads[:, 1:] = 0
-    concat = merge(heads, mixed=bool(heads_mixed))             # (B, Lq, D)
+    concat = merge(heads, mixed=heads_mixed in (True, "merge"))   # (B, Lq, D)
     out = act(linear(concat, p, wo)) if out_proj else concat
     if extra == "residual_ln":
         out = torch.nn.functional.layer_norm(out + query, (D,))
@@ -193,23 +194,30 @@ def torch_mha(p, query, key, value, mask=None, *, h, names=("w_q", "w_k", "w_v",
 # --------------------------------------------------------------------------- lessons 07-08 (PyTorch)
 
 
-def positional(seq_len, d_model, *, swap=False, freq="2i"):
+def positional(seq_len, d_model, *, swap=False, freq="2i", layout="interleaved"):
     """The sinusoidal encoding (float64, (seq_len, d_model)) with switches.
 
     swap: cosine on the even features and sine on the odd ones (pe-sin-cos-swapped).
     freq: "2i" (correct: feature pair i uses 10000^(2i/d_model)); "i" (exponent i/d_model),
         "feature" (exponent j/d_model with j the feature index, so odd features get their own
-        frequency), "inverse" (p * 10000^(2i/d_model)): all pe-wrong-frequency.
+        frequency), "inverse" (p * 10000^(2i/d_model)), "2feature" (exponent 2j/d_model with j the
+        feature index: 4i/d_model and (4i + 2)/d_model): all pe-wrong-frequency.
+    layout: "interleaved" (correct: sin on 2i, cos on 2i + 1) or "concat" (the d/2 sines first, then
+        the d/2 cosines: pe-concatenated).
     """
     import torch
     pos = torch.arange(seq_len, dtype=torch.float64)[:, None]           # (T, 1)
     i = torch.arange(d_model // 2, dtype=torch.float64)[None, :]        # (1, d/2): pair index
-    expo = {"2i": 2 * i, "i": i, "feature": 2 * i, "inverse": -2 * i}[freq] / d_model
+    expo = {"2i": 2 * i, "i": i, "feature": 2 * i, "inverse": -2 * i, "2feature": 4 * i}[freq] / d_model
     even = pos / 10000 ** expo                                          # (T, d/2)
-    odd = pos / 10000 ** ((2 * i + 1) / d_model) if freq == "feature" else even
+    odd = {"feature": lambda: pos / 10000 ** ((2 * i + 1) / d_model),
+           "2feature": lambda: pos / 10000 ** ((4 * i + 2) / d_model)}.get(freq, lambda: even)()
     first, second = (torch.cos, torch.sin) if swap else (torch.sin, torch.cos)
     pe = torch.zeros(seq_len, d_model, dtype=torch.float64)
-    pe[:, 0::2], pe[:, 1::2] = first(even), second(odd)
+    if layout == "concat":
+        pe[:, :d_model // 2], pe[:, d_model // 2:] = first(even), second(odd)
+    else:
+        pe[:, 0::2], pe[:, 1::2] = first(even), second(odd)
     return pe
 
 
@@ -278,23 +286,35 @@ def torch_block(p, x, mask=None, *, h, residual="both", norm="pre", invert=False
     return x + f if residual in ("both", "ff") else f
 
 
-def repeat_heads(x, n_rep, *, order="interleave"):
-    """(B, h_kv, T, d) -> (B, h_kv * n_rep, T, d); order "tile" is kv-repeat-order (x.repeat)."""
+def repeat_heads(x, n_rep, *, order="interleave", axis=1):
+    """(B, h_kv, T, d) -> (B, h_kv * n_rep, T, d); order "tile" is kv-repeat-order (x.repeat);
+    axis other than 1: each row repeated along the batch (0), time (2) or feature (3) axis instead of
+    the head axis (kv-repeat-wrong-axis)."""
+    if axis != 1:
+        return x.repeat_interleave(n_rep, dim=axis)
     return x.repeat_interleave(n_rep, dim=1) if order == "interleave" else x.repeat(1, n_rep, 1, 1)
 
 
 def causal_step(p, x, cache=None, *, h, h_kv, order="interleave", offset="past", append="yes",
-                scale="sqrt", heads_mixed=False, causal="tril"):
+                scale="sqrt", heads_mixed=False, causal="tril", cache_order="old-new", store="kv", d_other=None):
     """One call of lesson 08's CausalSelfAttention from a parameter dict: (output, returned cache).
 
     offset: "past" (correct: new query i sees keys j <= T_past + i); "ignore" (the (T, T_past + T)
         mask is tril without the offset, as `is_causal=True` with a cache does); "none" (no mask at
-        all once a cache is given): cache-causal-offset.
+        all once a cache is given); "whisper" (one new token reads every key, which is right, but
+        several new tokens get the top-left corner of the causal mask, tril without the offset, as
+        Whisper's `mask[:n_ctx, :n_ctx]` does): all cache-causal-offset.
     append: "yes" (correct: the cache returned holds past + new keys/values); "old" (the cache
         given is returned, or the new keys when there was none); "new" (only the new keys/values);
         "none" (None): cache-not-appended.
     causal: "tril" (correct), "diag" (the diagonal blocked), "next" (one future key let through),
-        "upper" (upper-triangular): causal-off-by-one / causal-transposed.
+        "upper" (upper-triangular): causal-off-by-one / causal-transposed; "none" (no causal mask at
+        all): causal-mask-missing.
+    cache_order: "old-new" (correct) or "new-old" (the new keys concatenated before the cached ones,
+        used so and returned so): cache-order-reversed.
+    store: "kv" (correct: the cache holds the num_kv_heads keys/values) or "repeated" (the keys and
+        values are repeated to num_heads first, and the cache holds those; the outputs are right):
+        cache-stores-repeated.
     """
     import torch
     B, T, D = x.shape
@@ -302,17 +322,22 @@ def causal_step(p, x, cache=None, *, h, h_kv, order="interleave", offset="past",
     q = split(linear(x, p, "w_q"), h, mixed=heads_mixed)               # (B, h, T, d_k)
     k = split(linear(x, p, "w_k"), h_kv, mixed=heads_mixed)            # (B, h_kv, T, d_k)
     v = split(linear(x, p, "w_v"), h_kv, mixed=heads_mixed)
+    n_rep = h // h_kv
+    if store == "repeated":
+        k, v = repeat_heads(k, n_rep, order=order), repeat_heads(v, n_rep, order=order)
+        order, n_rep = "interleave", 1
     new = (k, v)
     if cache is not None:
-        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)   # (B, h_kv, T_all, d_k)
+        pair = (lambda old, n: [n, old]) if cache_order == "new-old" else (lambda old, n: [old, n])
+        k, v = torch.cat(pair(cache[0], k), dim=2), torch.cat(pair(cache[1], v), dim=2)   # (B, h_kv, T_all, d_k)
     T_all = k.shape[2]
-    past = {"past": T_all - T, "ignore": 0, "none": T_all if cache is not None else 0}[offset]
+    past = {"past": T_all - T, "ignore": 0, "none": T_all if cache is not None else 0,
+            "whisper": T_all - T if T == 1 else 0}[offset]
     ones = torch.ones(T, T_all, dtype=torch.bool)
     allowed = {"tril": ones.tril(past), "diag": ones.tril(past - 1), "next": ones.tril(past + 1),
-               "upper": ones.triu(past)}[causal]
-    n_rep = h // h_kv
+               "upper": ones.triu(past), "none": ones}[causal]
     out = _attend(q, repeat_heads(k, n_rep, order=order), repeat_heads(v, n_rep, order=order), allowed,
-                  scale=scale, d_other=D)                               # (B, h, T, d_k)
+                  scale=scale, d_other=d_other or D)                    # (B, h, T, d_k)
     out = linear(merge(out, mixed=heads_mixed), p, "w_o")               # (B, T, D)
     returned = {"yes": (k, v), "old": cache if cache is not None else new, "new": new, "none": None}[append]
     return out, returned

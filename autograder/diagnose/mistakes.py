@@ -304,10 +304,105 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "output.",
         "the returned cache equals the old cache, only the new keys/values, or None; or outputs run in "
         "pieces equal those of a module whose cache is never extended"),
+    # --- issue 23: the contract's additions after the walkthrough, and one of the course's ----------
+    Mistake(
+        "pe-concatenated", "Sines and cosines in two halves instead of interleaved",
+        "The encoding puts the d_model/2 sines in the first half of the features and the cosines in the "
+        "second half (`torch.cat([sin, cos], dim=-1)`). Every value is there, but at the wrong feature: the "
+        "formula interleaves them, PE[p, 2i] = sin and PE[p, 2i+1] = cos.",
+        "Fill the even features (`0::2`) with the sines and the odd ones (`1::2`) with the cosines of the same "
+        "angles, or stack each pair: `torch.stack([sin, cos], dim=-1).flatten(-2)`.",
+        "the output equals the sines followed by the cosines"),
+    Mistake(
+        "cache-order-reversed", "The cache is concatenated as [new, old]",
+        "The new keys and values must come after the cached ones along the time axis: "
+        "`torch.cat([cache_k, k], dim=2)`. Concatenating `[k, cache_k]` puts the newest tokens first, so "
+        "the causal mask, which counts positions from the start, lets tokens read the wrong keys, and every "
+        "later step inherits the scrambled cache.",
+        "Put the cache first: `k = torch.cat([cache_k, k], dim=2)` and `v = torch.cat([cache_v, v], dim=2)`.",
+        "run in pieces, the outputs (or the returned cache) equal those of a module that concatenates the "
+        "new keys and values before the cached ones"),
+    Mistake(
+        "cache-stores-repeated", "The cache holds the repeated key/value heads",
+        "With grouped-query attention the cache must hold the num_kv_heads keys and values, "
+        "(B, num_kv_heads, T, d_k): saving memory is the point of GQA. Repeating them to num_heads before "
+        "caching gives the right outputs but a cache num_heads / num_kv_heads times larger, of the wrong "
+        "shape for the next caller.",
+        "Append the new keys and values to the cache and return it first, then repeat for the attention: "
+        "`cache = (k, v)`, then `repeat_kv(k, n_rep)`, `repeat_kv(v, n_rep)`.",
+        "the returned cache equals the expected one with every key/value head repeated n_rep times"),
+    Mistake(
+        "causal-mask-missing", "No causal mask",
+        "A decoder's self-attention must not let a token read the tokens after it. Without a causal mask every "
+        "token reads the whole sequence, future included. Decoding one token at a time hides it (a single new "
+        "token has no future to see); a prompt or a chunk of several tokens shows it.",
+        "Block the future: `mask = torch.ones(T, T_past + T, dtype=torch.bool).tril(T_past)`, then "
+        "`scores.masked_fill(~mask, float('-inf'))` before the softmax.",
+        "the output equals attention without any mask"),
+    Mistake(
+        "kv-repeat-wrong-axis", "Key/value heads repeated along the wrong axis",
+        "repeat_kv must repeat along the head axis (dim 1 of (B, h_kv, T, d_k)). Repeating along the batch, "
+        "time or feature axis gives a tensor of the wrong shape whose entries are the right ones in the "
+        "wrong places: the query heads would meet duplicated tokens or features instead of their group's "
+        "key/value head.",
+        "Repeat along dim 1: `torch.repeat_interleave(x, n_rep, dim=1)`.",
+        "the output equals x.repeat_interleave(n_rep, dim=d) with d the batch, time or feature axis"),
 ]}
+
+
+# Fix text in a lesson's own API, where the catalogue's general one speaks another lesson's:
+# (mistake id, lesson prefix) -> (explanation or None, hint or None). diagnose/root_cause.py reads
+# these alongside its own.
+LESSON_FIX: dict[tuple[str, str], tuple[str | None, str | None]] = {
+    ("mask-inverted", "07"): (
+        "The course's masks mark the pairs that MAY attend (True/1 = attend), while nn.MultiheadAttention's "
+        "attn_mask marks the pairs that are BLOCKED. Passing the course's mask to it unconverted blocks "
+        "exactly the pairs that may attend.",
+        "Convert before the call: `attn_mask = ~mask.bool()` (for a (B, T, T) mask, expanded to "
+        "(B * num_heads, T, T) with `.repeat_interleave(num_heads, dim=0)`), then "
+        "`self.attn(h, h, h, attn_mask=attn_mask)`."),
+    ("mask-misbroadcast", "07"): (
+        "nn.MultiheadAttention takes a 3-D attn_mask of shape (B * num_heads, T, T), with the heads of each "
+        "sequence next to each other (sequence-major). `.repeat(num_heads, 1, 1)` tiles the sequences "
+        "instead (0 1 0 1 ...), so the heads of one sequence read another sequence's mask.",
+        "Expand each sequence's mask to its heads in a row: `(~mask.bool()).expand(B, T, T)"
+        ".repeat_interleave(self.attn.num_heads, dim=0)`."),
+    ("mask-int-invert", "07"): (
+        None, "Convert to booleans before inverting: `attn_mask = ~mask.bool()` (or `mask == 0`)."),
+    ("missing-scale", "08"): (
+        None, "Divide the scores by `math.sqrt(self.d_k)` (d_k = d_model // num_heads, one head's size) before "
+              "the softmax, or use `F.scaled_dot_product_attention`, which does."),
+    ("wrong-scale", "08"): (
+        "The scores are divided by the wrong amount. Each head compares vectors of size d_k = d_model // "
+        "num_heads, so that is the size to scale by, not d_model.",
+        "Divide by `math.sqrt(self.d_k)`, with d_k = d_model // num_heads: the last dimension of q after the "
+        "heads are split."),
+    ("causal-off-by-one", "08"): (
+        None, "New token i (at position T_past + i) may read keys 0..T_past + i, itself included: "
+              "`torch.ones(T, T_past + T, dtype=torch.bool).tril(T_past)`."),
+    ("causal-transposed", "08"): (
+        None, "Rows are the new tokens (queries), columns the keys: keep the lower triangle, "
+              "`torch.ones(T, T_past + T, dtype=torch.bool).tril(T_past)`, not `triu`."),
+    ("heads-mixed", "08"): (
+        None, "Split with `.view(B, T, h, d_k).transpose(1, 2)` (and the keys/values with h_kv heads); merge "
+              "with `.transpose(1, 2).reshape(B, T, h * d_k)`."),
+}
 
 
 def describe(mistake_id: str) -> str:
     """One paragraph for a student: what the mistake is and how to fix it."""
     m = CATALOGUE[mistake_id]
     return f"This looks like '{m.id}' ({m.title.lower()}): {m.explanation} Fix: {m.hint}"
+for _l in ("01", "02"):
+    LESSON_FIX[("mask-inverted", _l)] = (None, "Block where the mask is False/0: `np.where(mask, scores, -np.inf)`.")
+    LESSON_FIX[("batched-transpose", _l)] = (None, "Swap only the last two axes: `np.swapaxes(k, -1, -2)`.")
+for _l in ("03", "05", "06"):
+    LESSON_FIX[("mask-inverted", _l)] = (None, "Block where the mask is False/0: "
+                                               "`scores.masked_fill(mask == 0, float('-inf'))`.")
+    LESSON_FIX[("batched-transpose", _l)] = (None, "Swap only the last two axes: `k.transpose(-2, -1)`.")
+LESSON_FIX[("masked-row-nan", "03")] = (
+    None, "After the softmax, set the weights of rows with no allowed key to zero, e.g. "
+          "`weights.masked_fill(~allowed.any(-1, keepdim=True), 0.0)` (and make sure no NaN reaches the output).")
+LESSON_FIX[("missing-scale", "03")] = (
+    None, "Divide the scores by `math.sqrt(d_k)`, where d_k = q.shape[-1] is the size of the projected queries, "
+          "before the softmax.")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from autograder.diagnose.mistakes import CATALOGUE, describe
+from autograder.diagnose.mistakes import CATALOGUE, LESSON_FIX, describe
 
 # Lesson-specific wording: (mistake id, lesson prefix) -> (explanation or None, hint or None).
 # Lessons 01-04 have no heads and no output projection; their messages must not talk about them.
@@ -58,7 +58,7 @@ LESSON_TEXT[("wrong-scale", "04")] = (
 
 def _text(mistake: str, lesson: str) -> tuple[str, str]:
     m = CATALOGUE[mistake]
-    explanation, hint = LESSON_TEXT.get((mistake, lesson[:2]), (None, None))
+    explanation, hint = LESSON_TEXT.get((mistake, lesson[:2])) or LESSON_FIX.get((mistake, lesson[:2]), (None, None))
     return explanation or m.explanation, hint or m.hint
 
 

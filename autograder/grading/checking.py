@@ -19,16 +19,16 @@ import numpy as np
 import pytest
 
 from autograder.diagnose import fingerprints
-from autograder.grading.compare import Fingerprints, Mismatch, Variant, expect_array
+from autograder.grading.compare import Fingerprints, Mismatch, Variant, as_numpy, constant, expect_array
 from autograder.run.errors import StudentError
 from autograder.grading.parameters import (Params, expect_parameters, fingerprint_params, layout_deviations,  # noqa: F401
-                                            linear_shapes, load_lenient, random_parameters)
+                                            linear_shapes, load_lenient, projections_unused, random_parameters)
 
 __all__ = ["exercise", "expect_array", "expect_attention", "Mismatch", "attention_mutants",
            "blocked_rows", "describe_shape", "Fingerprints", "Variant", "scale_variants", "mask_variants",
            "call_attention", "all_of", "MASK_MISTAKES", "load_lenient", "module_extras", "ALWAYS_CAUSAL",
            "module_output", "fingerprint_params", "layout_deviations",
-           "reversed_shape_error"]
+           "reversed_shape_error", "expect_computes", "expect_varies", "expect_module_computes", "projections_unused"]
 
 
 def exercise(grade_id: str, points: float = 1):
@@ -49,8 +49,13 @@ def scale_variants(d_k: int, others=()) -> list[Variant]:
     found = [Variant.of("missing-scale", "the scores are not divided by sqrt(d_k) at all", scale="none"),
              Variant.of("wrong-scale", "the scores are divided by d_k instead of sqrt(d_k)", scale="dk"),
              Variant.of("wrong-scale", "the scores are multiplied by sqrt(d_k) instead of divided by it", scale="mul")]
+    if d_k == 1:   # 1, 1/d_k and sqrt(d_k) are the right scale itself: nothing to tell apart
+        found = []
     for name, size in others:
-        if size != d_k:
+        if size == d_k * d_k and found:   # sqrt(size) == d_k: the shapes cannot tell these two apart
+            found[1] = Variant.of("wrong-scale", f"the scores are divided by d_k = sqrt({name}) = {d_k} (these "
+                                  f"shapes cannot tell which) instead of sqrt(d_k)", scale="dk")
+        elif size != d_k:
             found.append(Variant.of("wrong-scale", f"the scores are divided by sqrt({name}) instead of sqrt(d_k)",
                                     scale="other", d_other=size))
     return found
@@ -301,3 +306,69 @@ def expect_tensor(got, expected, *, call: str, mutants=None, signs=None, inputs=
     expect_array(got, expected, call=call, kind="torch", mutants=mutants, signs=signs,
                  inputs=inputs, tol=FLOAT32, blocked=None if blocked is None else np.asarray(blocked),
                  blocked_what=blocked_what, about=about)
+
+
+# ----------------------------------------------------------------------------- doing nothing earns nothing
+
+def _constant(t) -> bool:
+    return constant(as_numpy(t))
+
+
+def _same(a, b) -> bool:
+    a, b = np.asarray(as_numpy(a)), np.asarray(as_numpy(b))
+    return a.shape == b.shape and a.dtype.kind in "biufc" and b.dtype.kind in "biufc" \
+        and bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=1e-6, atol=1e-7, equal_nan=True))
+
+
+NOTHING = ("; a check like this one gives points only to an answer that computes something (issue 23: doing "
+           "nothing earns nothing)")
+
+
+def expect_varies(got, *, call: str, what: str = "its values") -> None:
+    """Fail for an answer that is empty, or all one value (all zero, all False, a constant)."""
+    from autograder.grading.compare import _describe_value
+    arr = as_numpy(got)
+    if not isinstance(arr, np.ndarray):
+        raise Mismatch(f"{call} returned {_describe_value(got)}; expected an array")
+    if arr.size == 0:
+        raise Mismatch(f"{call} returned an empty array{NOTHING}")
+    if _constant(arr):
+        value = arr.reshape(-1)[0]
+        value = bool(value) if arr.dtype == np.bool_ else f"{float(value):g}"
+        raise Mismatch(f"{call} returned {value} everywhere ({what} are all the same){NOTHING}")
+
+
+def expect_computes(run, *, call: str, inputs: str = "the input", weights: str | None = "the weights") -> None:
+    """Fail unless a module computes something: run(w, x) (w, x in {0, 1}: two parameter draws, two
+    inputs of one shape) returns a tensor that is not constant, changes with the input and, when
+    `weights` is given, with the parameters. A module that returns zeros, a constant, a bias, or its
+    input unchanged gets no points for its parameters' names or for being deterministic."""
+    import torch
+    from autograder.grading.compare import _describe_value
+    a = run(0, 0)
+    if not isinstance(a, torch.Tensor):
+        raise Mismatch(f"{call} returned {_describe_value(a)}; expected a torch.Tensor")
+    expect_varies(a, call=call)
+    if _same(a, run(0, 1)):
+        raise Mismatch(f"{call} gives the same output for two different inputs: it does not depend on "
+                       f"{inputs}{NOTHING}")
+    if weights is not None and _same(a, run(1, 0)):
+        raise Mismatch(f"{call} gives the same output after {weights} change: it does not use them{NOTHING}")
+
+
+def expect_module_computes(make, shapes: dict, forward, x_shape, *, call: str, seed: int = 23) -> None:
+    """expect_computes for a module: make() builds it, `shapes` are its documented parameters (two
+    random draws are loaded in turn), forward(module, x) returns its output tensor for an input x of
+    shape x_shape (two random draws)."""
+    import torch
+    g = np.random.default_rng(seed)
+    draws = [random_parameters(g, shapes) for _ in range(2)]
+    xs = [torch.from_numpy(g.standard_normal(x_shape).astype(np.float32)) for _ in range(2)]
+    module = make()
+
+    def run(w, x):
+        load_lenient(module, shapes, draws[w], call)
+        module.eval()
+        return forward(module, xs[x])
+
+    expect_computes(run, call=call)

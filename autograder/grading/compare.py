@@ -208,6 +208,8 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
                 raise Mismatch(line, found=found, extra=inner.extra) from None
         raise Mismatch(line, found=found)
     got_np, exp_np = as_numpy(got), as_numpy(expected)
+    if AUDIT is not None:
+        _audit(call, mutants, exp_np, rtol, atol)
     if got_np.dtype.kind not in "biufc":
         raise Mismatch(f"{call} returned an array of dtype {got_np.dtype}; expected numbers", mistake="wrong-type")
 
@@ -215,6 +217,11 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
             and np.array_equal(np.isnan(got_np.astype(np.float64)), np.isnan(exp_np.astype(np.float64))):
         return
     line = _summary(call, got_np, exp_np, rtol, atol)
+    if got_np.shape == exp_np.shape and got_np.size > 1 and constant(got_np) and not constant(exp_np):
+        # every value the same (zeros, a constant): such an answer also equals any fingerprint that is
+        # constant on these inputs, which is no evidence of that mistake: name nothing from it
+        raise Mismatch(f"{line}\nEvery value of the answer is {_fmt(got_np.reshape(-1)[0]) if got_np.dtype != bool else bool(got_np.reshape(-1)[0])}: "
+                       "it does not depend on the input.")
 
     # 1. the whole answer is one mistake, or a combination of catalogued mistakes
     computed = []                      # (found, candidate): each mutant runs once per call
@@ -288,6 +295,50 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
         raise Mismatch(f"{call} returned shape {tuple(got_np.shape)}; expected {tuple(exp_np.shape)}",
                        mistake="wrong-shape")
     raise Mismatch(line)
+
+
+# tests/test_fingerprints_distinct.py sets this to a list: every comparison then records the pairs of
+# hypotheses (catalogued variants, each alone) that give the same answer on its inputs, where the
+# grader could not tell which one the student has
+AUDIT: list | None = None
+
+
+def _audit(call, mutants, expected, rtol, atol):
+    if isinstance(mutants, Fingerprints):
+        given = list(mutants._given() or []) if mutants._given is not None else []
+        singles = []
+        for v in mutants.variants:
+            if v.mistake is None or v in given:
+                continue
+            switches = dict(kv for g in given for kv in g.switches)
+            switches.update(v.switches)
+            singles.append(((v.mistake, v.detail), lambda s=switches: mutants.run(**s)))
+    else:
+        items = list(mutants.items()) if isinstance(mutants, dict) else list(mutants or [])
+        singles = [((m, None), make) for m, make in items if m]
+    answers = []
+    for hypothesis, make in singles:
+        candidate = _try(make)
+        if candidate is not None and not _close(candidate, expected, rtol, atol):
+            answers.append((hypothesis, candidate))
+    for i, (h1, a1) in enumerate(answers):
+        for h2, a2 in answers[i + 1:]:
+            if h1 != h2 and _close(a1, a2, rtol, atol):
+                AUDIT.append((call, h1, h2))
+
+
+def constant(a) -> bool:
+    """All the values of an array are equal (or there are none)."""
+    a = np.asarray(a)
+    if a.size == 0:
+        return True
+    if a.dtype.kind not in "biufc":
+        return False
+    a = a.astype(np.float64)
+    finite = a[np.isfinite(a)]
+    if finite.size < a.size and finite.size:   # finite and non-finite values: not constant
+        return False
+    return finite.size == 0 or bool(np.ptp(finite) <= 1e-7 * max(1.0, float(np.abs(finite).max())))
 
 
 def _split_found(found):

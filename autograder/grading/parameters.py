@@ -40,7 +40,7 @@ def expect_parameters(module, shapes: dict, what: str, *, output: str | None = N
         problems = ([f"missing parameter(s): {', '.join(missing)}"] if missing else []) + wrong
         found = [("wrong-shape", None)] if wrong and not missing else []
         if output is not None and all(n in missing for n in shapes if n.startswith(output + ".")) \
-                and set(have) <= set(shapes):
+                and set(have) <= set(shapes) and any(n.endswith(".weight") and n in have for n in shapes):
             found.append(("missing-output-projection", f"the module has no {output} at all: the merged heads are "
                           "returned as they are"))
         raise Mismatch(f"{what}: {'; '.join(problems)}. Its parameters are: "
@@ -113,3 +113,27 @@ def _shared_per_head(have, want, name, all_have) -> bool:
             and have[0] < want[0] and want[0] % have[0] == 0
     return len(have) == 2 and len(want) == 2 and want[0] == want[1] and have[0] == have[1] \
         and have[0] < want[0] and want[0] % have[0] == 0
+
+
+def projections_unused(module, params, rng, call, before, names, load):
+    """A Mismatch, or None: a projection the module does not have is named as missing (not as unused),
+    and when not even the query projection changes the output, the module ignores its projections
+    altogether: no projection is "reused" then, and no mistake is named."""
+    import numpy as np
+    import torch
+    from autograder.grading.compare import Mismatch
+    have = module.parameters()
+    missing = [n for n in names[1:3] if f"{n}.weight" not in have]
+    if missing:
+        return Mismatch(f"the module has no {' and no '.join(missing)}: the keys and values each need their own "
+                        f"projection, an nn.Linear(d_model, d_model) named {' and '.join(missing)}")
+    changed = dict(params)
+    name = f"{names[0]}.weight"
+    changed[name] = params[name] + torch.from_numpy(rng.standard_normal(params[name].shape).astype(np.float32))
+    load(changed)
+    after = call()
+    load(params)
+    if after.shape == before.shape and torch.allclose(after, before, atol=1e-6, equal_nan=True):
+        return Mismatch(f"changing {name} does not change the output either: the output does not come from the "
+                        "projections at all")
+    return None

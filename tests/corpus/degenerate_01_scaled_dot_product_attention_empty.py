@@ -1,0 +1,6 @@
+# lesson: 01_scaled_dot_product_attention
+# source: tests/degenerate.py (empty): an answer that does nothing; it must score 0
+# expect: wrong scaled_dot_product_attention wrong-shape
+# %% scaled_dot_product_attention
+def scaled_dot_product_attention(q, k, v, mask=None):
+    return np.array([]), np.array([])

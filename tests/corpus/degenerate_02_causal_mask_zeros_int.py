@@ -1,0 +1,6 @@
+# lesson: 02_masking
+# source: tests/degenerate.py (zeros-int): an answer that does nothing; it must score 0
+# expect: wrong causal_mask wrong-type
+# %% causal_mask
+def causal_mask(seq_len):
+    return np.zeros((seq_len, seq_len), dtype=np.int64)
