@@ -217,3 +217,36 @@ def test_uncatalogued_deviations_are_said_once_in_the_summary():
     assert tests[0]["output"].endswith("\n\n[masked-row-leak, point 2] differs")
     assert tests[1]["output"] == "[point 2] differs"
     assert sum(t["output"].count("after every projection") for t in tests) == 1
+
+
+def test_a_type_error_inside_the_body_is_not_a_wrong_signature():
+    """Only a TypeError about the exercise's own arguments is fixed by keeping the stub's signature;
+    one its body raised (`e.sum(keepdim=True)`) is reported as the exception it is, with its place."""
+    def explain(message):
+        return explain_failure(StudentError({"type": "TypeError", "message": message,
+                                             "traceback": "  cell softmax, line 3, in softmax"}), "softmax")
+    assert explain("softmax() got an unexpected keyword argument 'axis'")[1] == "wrong-signature"
+    text, mistake, _ = explain("_sum() got an unexpected keyword argument 'keepdim'")
+    assert mistake is None and "keepdim" in text and "signature" not in text
+    assert explain_failure(StudentError({"type": "TypeError", "message": "MultiHeadAttention.forward() takes 2 "
+                                         "positional arguments but 5 were given"}), "MultiHeadAttention")[1] \
+        == "wrong-signature"
+
+
+def test_a_mistake_an_earlier_exercise_explained_is_referred_to():
+    """repeat_kv tiles the heads and CausalSelfAttention, which calls it, fails the same way: the
+    explanation and the fix are said for repeat_kv; CausalSelfAttention names the mistake and refers to it."""
+    tests = []
+    for exercise, detail in (("CausalSelfAttention", "key/value heads are tiled"), ("repeat_kv", "the heads are tiled")):
+        exc = Mismatch("differs", found=[("kv-repeat-order", detail)])
+        entry = {"name": "08: check", "score": 0.0, "max_score": 1.0, "status": "failed", "output": str(exc),
+                 "tags": ["lesson:08_fast_attention", f"exercise:{exercise}"]}
+        root_cause.note(entry, exc)
+        tests.append(entry)
+    root_cause.summarise(tests)
+    attention, repeat = (t["output"] for t in tests)
+    assert repeat.startswith("Root cause: Key/value heads tiled instead of repeated in a row [kv-repeat-order].\n")
+    assert "Fix: Use `torch.repeat_interleave" in repeat
+    assert attention == ("Root cause: Key/value heads tiled instead of repeated in a row [kv-repeat-order], as in "
+                         "repeat_kv above.\nIn your code: key/value heads are tiled.\nFix: the same as for repeat_kv "
+                         "above.\n\n[kv-repeat-order] differs")

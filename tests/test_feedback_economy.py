@@ -228,3 +228,44 @@ def test_two_mistakes_are_each_said_once_with_their_fix(two_mistakes):
     assert verbose.returncode == 0, verbose.stderr
     long = "\n".join(terminal_blocks(verbose.stdout)[(entry.lesson, exercise)])
     assert long.count("Fix:") == len(ids) and "passed  " in long and len(long) > len(text)
+
+
+# -- how the report reads the checks back (no grading) -------------------------------------------
+
+def entry(exercise, status="failed", output="", mistakes=(), name=None):
+    return {"name": f"01_scaled_dot_product_attention: {name or exercise + ' check'}", "score": 0.0 if status == "failed"
+            else 1.0, "max_score": 1.0, "status": status, "output": output,
+            "tags": ["lesson:01_scaled_dot_product_attention", f"exercise:{exercise}", *(f"mistake:{m}" for m in mistakes)]}
+
+
+def test_checks_that_saw_the_same_thing_are_one_line():
+    from autograder.report.results import exercise_report, verdict
+    error = "softmax raised an exception:\nTypeError: bad operand\n  cell softmax, line 3, in softmax\n    return x + 'a'"
+    every = [entry("softmax", output=error, name=f"check {i}") for i in range(3)]
+    assert exercise_report(every) == ("softmax raised an exception: TypeError: bad operand (at cell softmax, line 3: "
+                                      "`return x + 'a'`)", [])
+    some = every[:2] + [entry("softmax", "passed", name="check 2")]
+    head, body = exercise_report(some)
+    assert head == "2 of 3 checks failed" and body == [
+        "FAILED  check 0; check 1: softmax raised an exception: TypeError: bad operand (at cell softmax, line 3: "
+        "`return x + 'a'`)"]
+    head, body = exercise_report(some, verbose=True)                 # every check, all it saw, once
+    assert body[:2] == ["FAILED  check 0", "FAILED  check 1"] and body.count("        TypeError: bad operand") == 1
+    assert body[-1] == "passed  check 2"
+    assert verdict("softmax", some).splitlines()[0] == "softmax: 1/3 points. 2 of 3 checks failed"
+
+
+def test_checks_no_mistake_explains_come_last_under_one_line():
+    from autograder.report.results import exercise_report
+    tests = [entry("scaled_dot_product_attention", output="odd values\n(This may follow from missing-scale; fix it first.)",
+                   name="a"),
+             entry("scaled_dot_product_attention", output="Root cause: Scores are not scaled [missing-scale].\n"
+                   "In your code: no division.\nFix: Divide.\n\n[missing-scale] weights differ", mistakes=["missing-scale"],
+                   name="b"),
+             entry("scaled_dot_product_attention", output="other odd values\n(This may follow from missing-scale; fix it "
+                   "first.)", name="c")]
+    head, body = exercise_report(tests)
+    assert head == "Root cause: Scores are not scaled [missing-scale]."
+    assert body == ["In your code: no division.", "Fix: Divide.", "FAILED  b: weights differ",
+                    "Also failing, maybe because of the mistake above (fix it first):",
+                    "FAILED  a: odd values", "FAILED  c: other odd values"]

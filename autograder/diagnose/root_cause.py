@@ -47,7 +47,8 @@ for _l, _proj in (("05", "w_o"), ("06", "o_project")):
         "A finite fill gives a fully blocked row uniform weights over keys it may "
         f"not read. The course asks for zero weights, so that row's heads are zero and the output is {_proj}'s "
         "bias, not a mix of the values.",
-        "Fill with -inf, then set the weights of rows with no allowed key to zero.")
+        "Fill with -inf, then set the weights of rows with no allowed key to zero, e.g. "
+        "`weights.masked_fill(~allowed.any(-1, keepdim=True), 0.0)`.")
 for _l in ("01", "02"):
     LESSON_TEXT[("wrong-scale", _l)] = (
         "The scores are divided by the wrong amount: by d_k instead of sqrt(d_k), by the square root of "
@@ -59,14 +60,14 @@ LESSON_TEXT[("wrong-scale", "03")] = (
 LESSON_TEXT[("wrong-scale", "04")] = (
     None, "Divide by `np.sqrt(D_K)`: D_K is the size of one head's query and key vectors (2 in the example).")
 LESSON_TEXT[("missing-scale", "04")] = (
-    None, "Divide by `np.sqrt(D_K)`: `scores = q @ k.T / np.sqrt(D_K)`, D_K being the size of one head's query "
-          "and key vectors (2 in the example).")
+    None, "Divide the scores `q @ k.T` by `np.sqrt(D_K)`, D_K being the size of one head's query and key "
+          "vectors (2 in the example).")
 LESSON_TEXT[("missing-scale", "03")] = (
     None, "Divide the scores by `math.sqrt(d_k)`, where d_k = q.shape[-1] is the size of the projected queries, "
           "before the softmax.")
 # the fix in each lesson's own names
-LESSON_TEXT[("kv-reuse-query-projection", "03")] = (None, "Use each projection for its own part: "
-                                                          "`q, k, v = self.w_q(x), self.w_k(x), self.w_v(x)`.")
+LESSON_TEXT[("kv-reuse-query-projection", "03")] = (None, "Compute the keys with `self.w_k(x)` and the values "
+                                                          "with `self.w_v(x)`; only the queries use `self.w_q`.")
 LESSON_TEXT[("kv-reuse-query-projection", "05")] = (None, "Project each input with its own layer: `self.w_q(query)`, "
                                                           "`self.w_k(key)`, `self.w_v(value)`.")
 LESSON_TEXT[("kv-reuse-query-projection", "06")] = (None, "Use `self.k_project(x)` for the keys and "
@@ -76,7 +77,7 @@ for _l in ("05", "08"):
         None, "Pass the merged heads through the output projection: `return self.w_o(merged)`, not `merged`.")
 LESSON_TEXT[("missing-output-projection", "06")] = (
     "Without o_project the heads are never mixed: each output feature comes from a single head.",
-    "Return `self.o_project(out)`.")
+    "Pass the merged heads through `self.o_project` before returning them.")
 
 
 def _text(mistake: str, lesson: str) -> tuple[str, str]:

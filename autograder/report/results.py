@@ -162,7 +162,8 @@ def _exercise_parts(tests: list[dict], verbose: bool) -> tuple[str, list[str], l
         if verbose:
             return [f"FAILED  {_short_name(t)}{tag}" for t in group] + \
                    ["        " + ln for ln in evidence.splitlines()]
-        return [f"FAILED  {'; '.join(_short_name(t) for t in group)}{tag}: {_one_line(evidence)}"]
+        names = f"all {len(group)} checks" if len(group) == len(tests) > 1 else "; ".join(map(_short_name, group))
+        return [f"FAILED  {names}{tag}: {_one_line(evidence)}"]
 
     cause: list[str] = []
     if block:
