@@ -248,8 +248,7 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
     # --- issue 15: lessons 07 and 08 (helper A) -------------------------------------------------
     Mistake(
         "pe-sin-cos-swapped", "Sine and cosine swapped in the positional encoding",
-        "The encoding puts the cosine on the even features and the sine on the odd ones. Each pair still "
-        "encodes the position, but it is not the encoding the formula defines (PE[p, 2i] = sin, "
+        "Each (sin, cos) pair still encodes the position, but not as the formula defines it (PE[p, 2i] = sin, "
         "PE[p, 2i+1] = cos), so it does not match models and code that use it.",
         "Fill `pe[:, 0::2]` with the sines and `pe[:, 1::2]` with the cosines.",
         "the output equals the encoding with sin and cos exchanged"),

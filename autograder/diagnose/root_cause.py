@@ -159,10 +159,14 @@ def summary(lesson: str, exercise: str, found: list[tuple[str, str | None]], ext
         # one detail per variant: the same words with other shapes or sizes are not repeated, nor
         # a clause another check already said ("k_project is never used: the keys are computed
         # with q_project" after "the keys are computed with q_project instead of k_project")
-        said = " ".join(_shape_free(d) for d in details)
-        clauses = [c for c in re.split(r": |; ", detail or "") if c and _shape_free(c) not in said]
-        if clauses:
-            details.append("; ".join(clauses) if len(clauses) < len(re.split(r": |; ", detail)) else detail)
+        said = [_shape_free(c) for d in details for c in re.split(r": |; ", d)]
+        clauses, kept = [c for c in re.split(r": |; ", detail or "") if c], []
+        for clause in clauses:
+            if _shape_free(clause) not in " | ".join(said):
+                kept.append(clause)
+                said.append(_shape_free(clause))
+        if kept:
+            details.append(detail if len(kept) == len(clauses) else "; ".join(kept))
     extra = list(dict.fromkeys(extra))
     if len(merged) == 1 and not extra:
         (mistake, details), = merged.items()
