@@ -88,7 +88,8 @@ def cmd_grade(args) -> int:
     results = grade_many(students, jobs=args.jobs, time_limit=args.time_limit,
                          memory_limit=args.memory_limit, out_dir=Path(args.out) if args.out else None,
                          show=lambda text: print(terminal_safe(text)), progress=kind == "class",
-                         allow_unsandboxed=args.unsafe_no_sandbox, brief=args.brief)
+                         allow_unsandboxed=args.unsafe_no_sandbox, brief=args.brief,
+                         verbose=args.verbose)
     if args.json:
         from autograder.report.results import write_json
         data = results if kind == "class" else next(iter(results.values()))
@@ -157,6 +158,9 @@ def main(argv=None) -> int:
     g.add_argument("--brief", action="store_true",
                    help="one line per exercise, without the diagnosis (a class folder is always brief in the "
                         "terminal; the full text is in --out's feedback files)")
+    g.add_argument("--verbose", action="store_true",
+                   help="every check of each exercise that lost points, passed ones too, with all that each "
+                        "saw (by default: the root cause and its fix once, then one line per failed check)")
     g.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade even where no isolation layer works (only for trusted submissions)")
     g.set_defaults(func=cmd_grade)

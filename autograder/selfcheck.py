@@ -1,9 +1,9 @@
 """The self-check cells: run the autograder's own checks on a function, inside the notebook.
 
 A lesson's setup cell does `check = checker("<lesson_id>")`; the cell after each stub calls
-`check("<grade_id>", obj)`. It prints a short verdict and returns the points earned: nbgrader
-reads that number as the cell's partial credit, so `nbgrader autograde` agrees with
-`python -m autograder grade`. Nothing is written to stderr (nbgrader scores stderr as zero).
+`check("<grade_id>", obj)`. It prints a short verdict (with `verbose=True`, every check and all
+it saw) and returns the points earned: nbgrader reads that number as the cell's partial credit,
+so `nbgrader autograde` agrees with `python -m autograder grade`. Nothing is written to stderr (nbgrader scores stderr as zero).
 """
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import warnings
 
 
 def checker(lesson_id: str):
-    def check(exercise: str, obj) -> float:
-        return run_selfcheck(lesson_id, exercise, obj)
+    def check(exercise: str, obj, verbose: bool = False) -> float:
+        return run_selfcheck(lesson_id, exercise, obj, verbose=verbose)
     return check
 
 
-def run_selfcheck(lesson_id: str, exercise: str, obj) -> float:
+def run_selfcheck(lesson_id: str, exercise: str, obj, verbose: bool = False) -> float:
     import numpy as np
 
     from autograder.grading.plugin import GradingPlugin, run_checks
@@ -32,7 +32,7 @@ def run_selfcheck(lesson_id: str, exercise: str, obj) -> float:
         warnings.simplefilter("ignore")
         run_checks(plugin, [lesson_id])
     from autograder.report.results import verdict
-    print(verdict(exercise, plugin.results))
+    print(verdict(exercise, plugin.results, verbose=verbose))
     from autograder.load.kernel_state import note
     hint = note(lesson_id, exercise, obj)        # names only this kernel has, in one line
     if hint:

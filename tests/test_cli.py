@@ -52,20 +52,32 @@ def test_broken_notebook_is_a_graded_result_not_a_crash(tmp_path):
 
 def test_one_notebook_shows_the_whole_diagnosis_and_brief_one_line_per_exercise(tmp_path):
     """Where the student looks: the terminal shows the self-check's text for each exercise that
-    lost points (root cause, mistake, fix, the failing checks), never one truncated line; --brief
-    keeps one line per exercise."""
+    lost points (root cause, mistake, fix, one line per failing check), never one truncated line;
+    --brief keeps one line per exercise; --verbose adds every check and all it saw."""
     from autograder.classroom import accuracy
     entry = next(e for e in accuracy.load() if e.name == "wrong_05_seed000_fill_minus_1e9")
     path = tmp_path / "05_multi_head_attention.ipynb"
     path.write_text(accuracy.notebook_for(entry))
     full = run_cli("grade", path)
     assert full.returncode == 0, full.stderr
-    for expected in ("Root cause in MultiHeadAttention", "masked-row-leak", "Fix: Fill with -inf",
-                     "FAILED  MultiHeadAttention honours a causal (T, T) mask", "passed  MultiHeadAttention matches"):
+    for expected in ("Root cause: A fully blocked row still attends [masked-row-leak].", "Fix: Fill with -inf",
+                     "FAILED  MultiHeadAttention honours a causal (T, T) mask"):
         assert expected in full.stdout, full.stdout
     assert full.stdout.count("Fix: Fill with -inf") == 1, full.stdout     # no paragraph twice
+    assert full.stdout.count("masked-row-leak") == 1, full.stdout         # named once, not under every check
+    assert "passed  " not in full.stdout, full.stdout                    # passed checks: in --verbose
+    failed = [ln for ln in full.stdout.splitlines() if ln.strip().startswith("FAILED")]
+    assert failed and all(": " in ln for ln in failed), full.stdout        # name: what it saw, one line each
     brief = run_cli("grade", path, "--brief")
     assert brief.returncode == 0, brief.stderr
     assert "FAILED" not in brief.stdout and "Fix:" not in brief.stdout
     exercise_lines = [ln for ln in brief.stdout.splitlines() if ln.startswith("    ")]
     assert len(exercise_lines) == 3, brief.stdout          # split_heads, merge_heads, MultiHeadAttention
+    verbose = run_cli("grade", path, "--verbose")
+    assert verbose.returncode == 0, verbose.stderr
+    assert "passed  MultiHeadAttention matches" in verbose.stdout, verbose.stdout
+    assert verbose.stdout.count("Fix: Fill with -inf") == 1, verbose.stdout
+    assert len(verbose.stdout.splitlines()) > len(full.stdout.splitlines())
+    for ln in failed:          # everything the default shows, verbose shows too
+        name = ln.strip()[len("FAILED  "):].split(": ")[0]
+        assert f"FAILED  {name}" in verbose.stdout, (name, verbose.stdout)

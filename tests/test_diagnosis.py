@@ -11,6 +11,8 @@ from autograder.diagnose import fingerprints
 from autograder.grading.checking import MASK_MISTAKES, attention_mutants, blocked_rows, scale_variants
 from autograder.grading.compare import Fingerprints, Mismatch, Variant, expect_array
 from autograder.diagnose.mistakes import CATALOGUE
+from autograder.grading.plugin import explain_failure
+from autograder.run.errors import StudentError
 
 
 def qkv(seed=0, batch=(2,), lq=4, lk=5, d=4):
@@ -126,15 +128,45 @@ def test_summary_first_and_no_paragraph_twice():
           ("masked-row-nan", "fully blocked rows come out NaN")], "masked differs"),
         ([], "something else")])
     first = tests[0]["output"]
-    assert first.startswith("Root causes in MultiHeadAttention (2 mistakes")
+    assert first.startswith("Root causes (2 mistakes, fix each):\n1. Scores are scaled by the wrong amount [wrong-scale].")
     assert "sqrt(d_model) instead of sqrt(d_k)" in first and "w_o's bias" in first
-    assert tests[1]["output"] == "masked differs\nThis check fails because of mistake 1 above (wrong-scale) " \
-                                 "and mistake 2 above (masked-row-nan)."
-    assert "may follow from the mistakes above" in tests[2]["output"]
+    assert first.endswith("\n\n[wrong-scale] self-attention differs")
+    assert tests[1]["output"] == "[wrong-scale, masked-row-nan] masked differs"     # what it saw, the causes' ids
+    assert tests[2]["output"] == "something else\n(This may follow from wrong-scale and masked-row-nan; fix them first.)"
     paragraphs = [p for t in tests for p in t["output"].split("\n") if len(p) > 60]
     assert len(paragraphs) == len(set(paragraphs))
+    assert sum(t["output"].count("Fix:") for t in tests) == 2             # one per mistake, in the first check
     assert tests[1]["tags"][-2:] == ["mistake:wrong-scale", "mistake:masked-row-nan"]
     assert all("_found" not in t for t in tests)
+    assert [root_cause.own_part(t["output"]) for t in tests] == [
+        (["wrong-scale"], "self-attention differs", False), (["wrong-scale", "masked-row-nan"], "masked differs", False),
+        (None, "something else", True)]
+
+
+def test_one_mistake_is_said_in_three_lines():
+    tests = results("01_scaled_dot_product_attention", "scaled_dot_product_attention", [
+        ([("missing-scale", "the scores are not divided by sqrt(d_k) at all")], "weights differ"),
+        ([("missing-scale", "the scores are not divided by sqrt(d_k) at all")], "output differs")])
+    head, body = root_cause.split_summary(tests[0]["output"])
+    assert head.splitlines()[0] == "Root cause: Scores are not scaled [missing-scale]."
+    assert head.splitlines()[1].startswith("In your code: the scores are not divided by sqrt(d_k) at all.")
+    assert head.splitlines()[2].startswith("Fix: Divide the scores by `np.sqrt(d_k)`") and len(head.splitlines()) == 3
+    assert body == "[missing-scale] weights differ" and tests[1]["output"] == "[missing-scale] output differs"
+
+
+def test_an_untouched_exercise_says_not_started_and_keeps_its_tags():
+    tests = []
+    for _ in range(3):
+        exc = StudentError({"type": "NotImplementedError", "message": ""})
+        output, mistake, _ = explain_failure(exc, "softmax")
+        entry = {"name": "01: check", "score": 0.0, "max_score": 1.0, "status": "failed", "output": output,
+                 "tags": ["lesson:01_scaled_dot_product_attention", "exercise:softmax", f"mistake:{mistake}"]}
+        root_cause.note(entry, exc)
+        tests.append(entry)
+    root_cause.summarise(tests)
+    assert [t["output"] for t in tests] == [root_cause.NOT_STARTED] * 3
+    assert all(t["tags"][-1] == "mistake:not-implemented" for t in tests)
+    assert "raise NotImplementedError()" in root_cause.NOT_STARTED
 
 
 def test_lesson_01_feedback_has_no_heads():
@@ -187,6 +219,39 @@ def test_uncatalogued_deviations_are_said_once_in_the_summary():
         tests.append(entry)
     root_cause.summarise(tests)
     assert "2. Not in the catalogue: there is a ReLU" in tests[0]["output"]
-    assert tests[0]["output"].endswith("This check fails because of mistake 1 above (masked-row-leak) and point 2 above.")
-    assert tests[1]["output"] == "differs\nThis check fails because of point 2 above."
+    assert tests[0]["output"].endswith("\n\n[masked-row-leak, point 2] differs")
+    assert tests[1]["output"] == "[point 2] differs"
     assert sum(t["output"].count("after every projection") for t in tests) == 1
+
+
+def test_a_type_error_inside_the_body_is_not_a_wrong_signature():
+    """Only a TypeError about the exercise's own arguments is fixed by keeping the stub's signature;
+    one its body raised (`e.sum(keepdim=True)`) is reported as the exception it is, with its place."""
+    def explain(message):
+        return explain_failure(StudentError({"type": "TypeError", "message": message,
+                                             "traceback": "  cell softmax, line 3, in softmax"}), "softmax")
+    assert explain("softmax() got an unexpected keyword argument 'axis'")[1] == "wrong-signature"
+    text, mistake, _ = explain("_sum() got an unexpected keyword argument 'keepdim'")
+    assert mistake is None and "keepdim" in text and "signature" not in text
+    assert explain_failure(StudentError({"type": "TypeError", "message": "MultiHeadAttention.forward() takes 2 "
+                                         "positional arguments but 5 were given"}), "MultiHeadAttention")[1] \
+        == "wrong-signature"
+
+
+def test_a_mistake_an_earlier_exercise_explained_is_referred_to():
+    """repeat_kv tiles the heads and CausalSelfAttention, which calls it, fails the same way: the
+    explanation and the fix are said for repeat_kv; CausalSelfAttention names the mistake and refers to it."""
+    tests = []
+    for exercise, detail in (("CausalSelfAttention", "key/value heads are tiled"), ("repeat_kv", "the heads are tiled")):
+        exc = Mismatch("differs", found=[("kv-repeat-order", detail)])
+        entry = {"name": "08: check", "score": 0.0, "max_score": 1.0, "status": "failed", "output": str(exc),
+                 "tags": ["lesson:08_fast_attention", f"exercise:{exercise}"]}
+        root_cause.note(entry, exc)
+        tests.append(entry)
+    root_cause.summarise(tests)
+    attention, repeat = (t["output"] for t in tests)
+    assert repeat.startswith("Root cause: Key/value heads tiled instead of repeated in a row [kv-repeat-order].\n")
+    assert "Fix: Use `torch.repeat_interleave" in repeat
+    assert attention == ("Root cause: Key/value heads tiled instead of repeated in a row [kv-repeat-order], as in "
+                         "repeat_kv above.\nIn your code: key/value heads are tiled.\nFix: the same as for repeat_kv "
+                         "above.\n\n[kv-repeat-order] differs")

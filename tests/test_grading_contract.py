@@ -43,7 +43,7 @@ def test_results_follow_the_gradescope_format(solutions_results):
 
 def test_terminal_report_names_what_to_implement(lessons_results):
     _, stdout = lessons_results
-    assert "not implemented yet" in stdout
+    assert "not started: replace `raise NotImplementedError()` with your code" in stdout
     for lesson, exercise in exercise_pairs():
         assert exercise in stdout and lesson in stdout
     assert "total 0/" in stdout

@@ -241,7 +241,8 @@ def test_kit_self_checks_grade_like_the_course(kit_dir, tmp_path):
         assert {c["exercise"]: c["score"] for c in correct} == want, ours["runs"][f"{lid}:correct"]
         stub = [c for c in ours["runs"][f"{lid}:stub"] if "exercise" in c]
         assert {c["exercise"] for c in stub} == set(want) and all(c["score"] == 0 for c in stub)
-        assert all("[not-implemented]" in c["verdict"] for c in stub)
+        assert all(c["verdict"] == f"{c['exercise']}: 0/{want[c['exercise']]:g} points. Not started: replace "
+                   "`raise NotImplementedError()` with your code\n" for c in stub), stub      # one line each
     for lid, gid, _, _, mistake in MISTAKES:
         kit_checks = {c["exercise"]: c for c in ours["runs"][f"{lid}:mistake"] if "exercise" in c}
         course_checks = {c["exercise"]: c for c in full["runs"][f"{lid}:mistake"] if "exercise" in c}

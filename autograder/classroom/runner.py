@@ -70,7 +70,8 @@ def fingerprint(notebooks: dict[str, Path]) -> str:
 
 def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None, time_limit: float = 10.0,
                memory_limit: float = 2.0, out_dir: Path | None = None, show=print,
-               progress: bool = False, allow_unsandboxed: bool = False, brief: bool = False) -> dict[str, dict]:
+               progress: bool = False, allow_unsandboxed: bool = False, brief: bool = False,
+               verbose: bool = False) -> dict[str, dict]:
     memory_bytes = int(memory_limit * 1024 ** 3)
     results: dict[str, dict] = {}
     todo = {}
@@ -143,7 +144,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
             show(f"{student:<24} {result['score']:g}/{result['max_score']:g}")
     else:
         for student, result in ordered.items():
-            show(summary(result, title=f"{student}", detail=not brief))
+            show(summary(result, title=f"{student}", detail=not brief, verbose=verbose))
     return ordered
 
 

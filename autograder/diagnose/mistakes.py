@@ -29,8 +29,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "the call raises NotImplementedError"),
     Mistake(
         "missing-scale", "Scores are not scaled",
-        "The scores are Q K^T without the division by sqrt(d_k). With larger d_k the dot products grow, "
-        "the softmax saturates and the weights become nearly one-hot.",
+        "Unscaled dot products grow with d_k, so the softmax saturates and the weights become nearly "
+        "one-hot.",
         "Divide the scores by `np.sqrt(d_k)` (or `math.sqrt(d_k)`), where d_k is q.shape[-1], before the softmax.",
         "the output equals attention computed with a scale of 1"),
     Mistake(
@@ -73,7 +73,7 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "NaN appears exactly in rows where the mask blocks every key"),
     Mistake(
         "masked-row-leak", "A fully blocked row still attends",
-        "With a large negative fill such as -1e9 a fully blocked row gets uniform weights over keys that "
+        "A finite fill (instead of -inf) gives a fully blocked row uniform weights over keys that "
         "are all blocked, so the query reads values it must not see. The course asks for zero weights "
         "and a zero output there.",
         "Detect rows whose mask has no True and set their weights (and so their output) to zero.",
@@ -97,7 +97,7 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "the mask has shape (batch, max_len, 1), or its values mark query positions"),
     Mistake(
         "heads-mixed", "Heads mix positions",
-        "Reshaping (B, T, d_model) straight to (B, h, T, d_k) with view/reshape, without the transpose, "
+        "Without the transpose, view/reshape from (B, T, d_model) to (B, h, T, d_k) "
         "cuts the sequence into pieces instead of cutting each token's features into heads: each 'head' "
         "then holds parts of several positions.",
         "Reshape to (B, T, h, d_k) first, then `.transpose(1, 2)`; merging is the reverse: "
@@ -105,15 +105,14 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "the output equals split/merge done with a plain reshape and no transpose"),
     Mistake(
         "kv-reuse-query-projection", "Keys or values use the query projection",
-        "Keys and/or values are computed with the query projection (w_q / q_project) instead of their own. "
-        "Shapes are right and the model even trains, but the key and value projections are never used: "
-        "they get no gradient and changing them changes nothing.",
+        "Shapes are right and the model even trains, but a key or value projection replaced by the query "
+        "projection (w_q / q_project) is never used: it gets no gradient and changing it changes nothing.",
         "Compute K with the key projection on the keys and V with the value projection on the values.",
         "the output equals the reference with W_K and/or W_V replaced by W_Q, and changing W_K/W_V "
         "leaves the output unchanged"),
     Mistake(
         "missing-output-projection", "No output projection",
-        "The concatenated heads are returned without passing through w_o, so the heads are never mixed.",
+        "Without w_o the heads are never mixed: each output feature comes from a single head.",
         "Return `self.w_o(concat)`.",
         "the output equals the merged heads before w_o"),
     Mistake(
@@ -249,8 +248,7 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
     # --- issue 15: lessons 07 and 08 (helper A) -------------------------------------------------
     Mistake(
         "pe-sin-cos-swapped", "Sine and cosine swapped in the positional encoding",
-        "The encoding puts the cosine on the even features and the sine on the odd ones. Each pair still "
-        "encodes the position, but it is not the encoding the formula defines (PE[p, 2i] = sin, "
+        "Each (sin, cos) pair still encodes the position, but not as the formula defines it (PE[p, 2i] = sin, "
         "PE[p, 2i+1] = cos), so it does not match models and code that use it.",
         "Fill `pe[:, 0::2]` with the sines and `pe[:, 1::2]` with the cosines.",
         "the output equals the encoding with sin and cos exchanged"),
@@ -280,9 +278,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
     Mistake(
         "kv-repeat-order", "Key/value heads tiled instead of repeated in a row",
         "In grouped-query attention query heads 0..n_rep-1 share key/value head 0, the next n_rep share head "
-        "1, and so on. `x.repeat(1, n_rep, 1, 1)` tiles the heads (0 1 0 1 ...), so most query heads read "
-        "another group's keys and values. With one key/value head (MQA) or none shared (MHA) both agree, "
-        "which hides the bug.",
+        "1, and so on; with the heads tiled (0 1 0 1 ...) most query heads read another group's keys and "
+        "values. With one key/value head (MQA) or none shared (MHA) both orders agree, which hides the bug.",
         "Use `torch.repeat_interleave(x, n_rep, dim=1)`, or `x[:, :, None].expand(B, h_kv, n_rep, T, d_k)"
         ".reshape(B, h_kv * n_rep, T, d_k)`.",
         "the output equals the heads repeated with Tensor.repeat (tiled)"),

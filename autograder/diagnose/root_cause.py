@@ -5,12 +5,16 @@ variant in words). A student's mistake usually fails several checks; printing it
 under each of them buries the cause. So, once every check of a lesson has run (plugin.py calls
 `note` per check and `summarise` at the end), each exercise that lost points gets:
 
-  * one summary, at the start of its first failed check's output: every mistake found, in the
-    lesson's own words, with the variant found in this code and the fix that applies;
-  * under each failed check, its own one-line finding and, instead of the paragraph again,
-    "fails because of <the mistake> above";
+  * when every check raised NotImplementedError, one line: not started (NOT_STARTED);
+  * otherwise one summary, at the start of its first failed check's output: every mistake found,
+    in the lesson's own words, with the variant found in this code and the fix that applies;
+  * under each failed check, only what it saw, after the ids of the mistakes that explain it
+    (`[missing-scale] ...`), never the paragraph again;
   * a check that recognised nothing keeps its message and is marked as possibly following
     from the mistakes above.
+
+The report (report/results.py) turns these into one line per check, merging checks that saw
+the same thing, in the terminal, the self-check cells and feedback.md alike.
 
 Every mistake found becomes a `mistake:<id>` tag of the check that found it.
 """
@@ -26,8 +30,8 @@ _HEADS = ("05", "06")
 LESSON_TEXT: dict[tuple[str, str], tuple[str | None, str | None]] = {}
 for _l, _proj in (("05", "w_o"), ("06", "o_project")):
     LESSON_TEXT[("wrong-scale", _l)] = (
-        "The scores are divided by the wrong amount. Each head compares vectors of size d_k = d_model // "
-        "num_heads, so that is the size to scale by, not d_model.",
+        "Each head compares vectors of size d_k = d_model // num_heads, so that is the size to scale by, "
+        "not d_model.",
         "Divide by `math.sqrt(self.d_k)`, with d_k = d_model // num_heads: the last dimension of q after "
         "the heads are split.")
     LESSON_TEXT[("missing-scale", _l)] = (
@@ -40,20 +44,40 @@ for _l, _proj in (("05", "w_o"), ("06", "o_project")):
         "After the softmax, set the weights of rows with no allowed key to zero, e.g. "
         "`weights.masked_fill(~allowed.any(-1, keepdim=True), 0.0)`.")
     LESSON_TEXT[("masked-row-leak", _l)] = (
-        "With a large negative fill such as -1e9 a fully blocked row gets uniform weights over keys it may "
+        "A finite fill gives a fully blocked row uniform weights over keys it may "
         f"not read. The course asks for zero weights, so that row's heads are zero and the output is {_proj}'s "
         "bias, not a mix of the values.",
-        "Fill with -inf, then set the weights of rows with no allowed key to zero.")
+        "Fill with -inf, then set the weights of rows with no allowed key to zero, e.g. "
+        "`weights.masked_fill(~allowed.any(-1, keepdim=True), 0.0)`.")
 for _l in ("01", "02"):
     LESSON_TEXT[("wrong-scale", _l)] = (
         "The scores are divided by the wrong amount: by d_k instead of sqrt(d_k), by the square root of "
         "another size (such as d_v, the size of the values), or multiplied instead of divided.", None)
 LESSON_TEXT[("wrong-scale", "03")] = (
-    "The scores are divided by the wrong amount. The head's queries and keys have size d_k (the second "
-    "argument of SelfAttentionHead), so that is the size to scale by, not d_model.",
+    "The head's queries and keys have size d_k (the second argument of SelfAttentionHead), so that is the "
+    "size to scale by, not d_model.",
     "Divide by `math.sqrt(d_k)`, where d_k = q.shape[-1] is the size of the projected queries.")
 LESSON_TEXT[("wrong-scale", "04")] = (
     None, "Divide by `np.sqrt(D_K)`: D_K is the size of one head's query and key vectors (2 in the example).")
+LESSON_TEXT[("missing-scale", "04")] = (
+    None, "Divide the scores `q @ k.T` by `np.sqrt(D_K)`, D_K being the size of one head's query and key "
+          "vectors (2 in the example).")
+LESSON_TEXT[("missing-scale", "03")] = (
+    None, "Divide the scores by `math.sqrt(d_k)`, where d_k = q.shape[-1] is the size of the projected queries, "
+          "before the softmax.")
+# the fix in each lesson's own names
+LESSON_TEXT[("kv-reuse-query-projection", "03")] = (None, "Compute the keys with `self.w_k(x)` and the values "
+                                                          "with `self.w_v(x)`; only the queries use `self.w_q`.")
+LESSON_TEXT[("kv-reuse-query-projection", "05")] = (None, "Project each input with its own layer: `self.w_q(query)`, "
+                                                          "`self.w_k(key)`, `self.w_v(value)`.")
+LESSON_TEXT[("kv-reuse-query-projection", "06")] = (None, "Use `self.k_project(x)` for the keys and "
+                                                          "`self.v_project(x)` for the values.")
+for _l in ("05", "08"):
+    LESSON_TEXT[("missing-output-projection", _l)] = (
+        None, "Pass the merged heads through the output projection: `return self.w_o(merged)`, not `merged`.")
+LESSON_TEXT[("missing-output-projection", "06")] = (
+    "Without o_project the heads are never mixed: each output feature comes from a single head.",
+    "Pass the merged heads through `self.o_project` before returning them.")
 
 
 def _text(mistake: str, lesson: str) -> tuple[str, str]:
@@ -98,60 +122,117 @@ def _group(tests: list[dict]) -> dict[tuple[str, str], list[dict]]:
     return out
 
 
+def _course_order(lesson: str, exercise: str) -> tuple[int, int]:
+    """Where an exercise comes in the course (the order the report shows them in)."""
+    from autograder.course import COURSE
+    exercises = COURSE[lesson].exercises if lesson in COURSE else ()
+    return list(COURSE).index(lesson) if lesson in COURSE else 99, \
+        exercises.index(exercise) if exercise in exercises else 99
+
+
 def _shape_free(text: str) -> str:
     return re.sub(r"\(\d+(, \d+)*\)|\d+", "#", text)
 
 
-def summary(lesson: str, exercise: str, found: list[tuple[str, str | None]], extra: list[str] = ()) -> str:
-    """The root causes of one exercise: one paragraph per mistake, and its fix; then what the code
-    does that the catalogue has no name for (extra), numbered after them."""
+NOT_STARTED = "not started: replace `raise NotImplementedError()` with your code"
+MAY_FOLLOW = "(This may follow from "       # how a check no mistake explains ends, in results.json
+
+
+def summary(lesson: str, exercise: str, found: list[tuple[str, str | None]], extra: list[str] = (),
+            earlier: dict[str, str] | None = None) -> str:
+    """The root causes of one exercise, each said once with its fix. Its first line is the short
+    form (one line in the terminal, the self-check's first line); the rest say it in full:
+
+        Root cause: <title> [<id>].                    Root causes (2 mistakes, fix each):
+        In your code: <variant>. <explanation>         1. <title> [<id>]. In your code: ... <explanation>
+        Fix: <hint in the lesson's own API>               Fix: <hint>
+                                                       2. Not in the catalogue: <what the code does>.
+
+    What the code does that the catalogue has no name for (extra) is numbered after the mistakes.
+    A mistake an earlier exercise of the lesson already explained ({id: that exercise} in
+    `earlier`; often the same helper, called by this exercise) is named with what this code does,
+    and refers to that exercise for the explanation and the fix."""
+    earlier = earlier or {}
     merged: dict[str, list[str]] = {}
     for mistake, detail in found:
         details = merged.setdefault(mistake, [])
-        # one detail per variant: the same words with other shapes or sizes are not repeated
-        if detail and _shape_free(detail) not in {_shape_free(d) for d in details}:
-            details.append(detail)
-    titles = [CATALOGUE[m].title for m in merged]
-    if not merged:
-        head = f"Root cause in {exercise}: something the catalogue of common mistakes has no name for."
-    elif len(merged) == 1:
-        head = f"Root cause in {exercise}: {titles[0]} [{next(iter(merged))}]."
-    else:
-        head = (f"Root causes in {exercise} ({len(merged)} mistakes, fix each): "
-                + "; ".join(f"{t} [{m}]" for t, m in zip(titles, merged)) + ".")
-    if merged and extra:
-        head += " Also a change the catalogue has no name for (see below)."
-    lines = [head]
+        # one detail per variant: the same words with other shapes or sizes are not repeated, nor
+        # a clause another check already said ("k_project is never used: the keys are computed
+        # with q_project" after "the keys are computed with q_project instead of k_project")
+        said = [_shape_free(c) for d in details for c in re.split(r": |; ", d)]
+        clauses, kept = [c for c in re.split(r": |; ", detail or "") if c], []
+        for clause in clauses:
+            if _shape_free(clause) not in " | ".join(said):
+                kept.append(clause)
+                said.append(_shape_free(clause))
+        if kept:
+            details.append(detail if len(kept) == len(clauses) else "; ".join(kept))
+    extra = list(dict.fromkeys(extra))
+    if len(merged) == 1 and not extra:
+        (mistake, details), = merged.items()
+        explanation, hint = _text(mistake, lesson)
+        if mistake in earlier:
+            where = f"\nIn your code: {'; '.join(details)}." if details else ""
+            return (f"Root cause: {CATALOGUE[mistake].title} [{mistake}], as in {earlier[mistake]} above."
+                    f"{where}\nFix: the same as for {earlier[mistake]} above.")
+        where = f"In your code: {'; '.join(details)}. " if details else ""
+        return (f"Root cause: {CATALOGUE[mistake].title} [{mistake}].\n{where}{explanation}\nFix: {hint}")
+    if not merged and len(extra) == 1:
+        return (f"Root cause: something the catalogue of common mistakes has no name for.\n"
+                f"In your code: {extra[0]}.")
+    n = len(merged) + len(extra)
+    what = "mistakes" if not extra else "problems"
+    lines = [f"Root causes ({n} {what}, fix each):"]
     for i, (mistake, details) in enumerate(merged.items(), 1):
         explanation, hint = _text(mistake, lesson)
         where = f" In your code: {'; '.join(details)}." if details else ""
-        lines.append(f"{i}. {CATALOGUE[mistake].title} ({mistake}).{where} {explanation}")
+        if mistake in earlier:
+            lines.append(f"{i}. {CATALOGUE[mistake].title} [{mistake}], as in {earlier[mistake]} above.{where}")
+            lines.append(f"   Fix: the same as for {earlier[mistake]} above.")
+            continue
+        lines.append(f"{i}. {CATALOGUE[mistake].title} [{mistake}].{where} {explanation}")
         lines.append(f"   Fix: {hint}")
-    for i, d in enumerate(dict.fromkeys(extra), len(merged) + 1):
+    for i, d in enumerate(extra, len(merged) + 1):
         lines.append(f"{i}. Not in the catalogue: {d}.")
     return "\n".join(lines)
 
 
 def summarise(tests: list[dict]) -> None:
-    """Rewrite the outputs of each exercise's failed checks: summary first, no paragraph twice."""
-    for (lesson, exercise), entries in _group(tests).items():
+    """Rewrite the outputs of each exercise's failed checks so that nothing is said twice:
+
+      * an exercise whose every check raised NotImplementedError: each check says NOT_STARTED;
+      * otherwise its first failed check starts with the root causes and their fixes (summary());
+        every failed check then gives what it saw, after the labels of the causes that explain it
+        (`[missing-scale] the weights ... differ`); a check none explains ends with MAY_FOLLOW.
+    A mistake an earlier exercise of the same lesson explained is not explained again (summary()).
+    The report (report/results.py) reads these outputs back into one line per check."""
+    explained: dict[str, dict[str, str]] = {}       # lesson -> {mistake id: exercise that explained it}
+    for (lesson, exercise), entries in sorted(_group(tests).items(), key=lambda kv: _course_order(*kv[0])):
+        earlier = explained.setdefault(lesson, {})
         failed = [t for t in entries if t.get("status") != "passed"]
         found = [f for t in failed for f in t.get("_found", [])]
         extra = list(dict.fromkeys(d for t in failed for d in t.get("_extra", [])))
-        if found or extra:
+        if failed and len(failed) == len(entries) and not extra and all(
+                t.get("_found") and {m for m, _ in t["_found"]} == {"not-implemented"} for t in failed):
+            for t in failed:
+                t["output"] = NOT_STARTED
+            earlier.setdefault("not-implemented", exercise)
+        elif found or extra:
             order = list(dict.fromkeys(m for m, _ in found))     # the summary's numbering
-            n = len(order) + len(extra)
+            causes = order + [f"point {len(order) + i}" for i in range(1, len(extra) + 1)]
+            head = summary(lesson, exercise, found, extra, earlier)
+            for mistake in order:
+                earlier.setdefault(mistake, exercise)
             first = True
             for t in failed:
                 if "_found" in t:
                     ids = list(dict.fromkeys(m for m, _ in t["_found"]))
-                    causes = [f"mistake {order.index(m) + 1} above ({m})" for m in ids]
-                    causes += [f"point {len(order) + extra.index(d) + 1} above" for d in t.get("_extra", [])]
-                    body = f"{t['_line']}\nThis check fails because of {' and '.join(causes)}."
+                    labels = ids + [causes[len(order) + extra.index(d)] for d in t.get("_extra", [])]
+                    body = f"[{', '.join(labels)}] {t['_line']}"
                 else:
-                    body = (f"{t['output']}\n(This may follow from the mistake{'s' if n > 1 else ''} "
-                            f"above; fix {'them' if n > 1 else 'it'} first.)")
-                t["output"] = (summary(lesson, exercise, found, extra) + "\n\n" + body) if first else body
+                    body = (f"{t['output']}\n{MAY_FOLLOW}{' and '.join(causes)}; "
+                            f"fix {'them' if len(causes) > 1 else 'it'} first.)")
+                t["output"] = (head + "\n\n" + body) if first else body
                 first = False
         for t in entries:
             t.pop("_found", None)
@@ -165,3 +246,21 @@ def split_summary(output: str) -> tuple[str | None, str]:
         head, body = output.split("\n\n", 1)
         return head, body
     return None, output
+
+
+_LABELS = re.compile(r"\[((?:[a-z0-9-]+|point \d+)(?:, (?:[a-z0-9-]+|point \d+))*)\] ")
+
+
+def own_part(output: str) -> tuple[list[str] | None, str, bool]:
+    """A failed check's own part, read back: (the labels of the causes that explain it, or None;
+    what it saw; whether it is a check no named cause explains)."""
+    _, body = split_summary(output)
+    labels = None
+    m = _LABELS.match(body)
+    if m:
+        labels, body = m.group(1).split(", "), body[m.end():]
+    lines = body.split("\n")
+    unexplained = labels is None and len(lines) > 1 and lines[-1].startswith(MAY_FOLLOW)
+    if unexplained:
+        body = "\n".join(lines[:-1])
+    return labels, body, unexplained

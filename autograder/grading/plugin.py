@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -47,12 +48,25 @@ def explain_failure(exc: BaseException, exercise: str) -> tuple[str, str | None,
         if exc.type in ("SystemExit", "KeyboardInterrupt"):
             return f"{exercise} raised {exc.type}. {describe('process-exit')}", "process-exit", False
         text = f"{exercise} raised an exception:\n{exc.describe()}"
-        if exc.type == "TypeError" and ("argument" in exc.message or "positional" in exc.message):
+        if exc.type == "TypeError" and _called_wrongly(exc.message, exercise):
             return f"{text}\n{describe('wrong-signature')}", "wrong-signature", False
         return text, None, False
     if isinstance(exc, AssertionError):  # a plain assert in a check
         return f"{exercise}: {exc}", None, False
     return f"the autograder failed on this check (not your fault; please report it): {exc!r}", None, True
+
+
+_CALL_ERROR = re.compile(r"([\w.]+)\(\) (?:got an unexpected keyword argument|got multiple values for|"
+                         r"takes \d+|takes no arguments|takes from|missing \d+ required)")
+
+
+def _called_wrongly(message: str, exercise: str) -> bool:
+    """A TypeError about the arguments of the exercise itself ("softmax() got an unexpected keyword
+    argument 'axis'", "MultiHeadAttention.forward() takes 2 positional arguments..."), not one its
+    body raised calling something else ("_sum() got an unexpected keyword argument 'keepdim'"):
+    only the first is fixed by keeping the stub's signature."""
+    m = _CALL_ERROR.match(message)
+    return bool(m) and m.group(1).split(".")[0] == exercise
 
 
 SECRET_FILE = ".course-secret"     # in the repository's root, git-ignored; see README (instructors)

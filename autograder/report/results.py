@@ -41,14 +41,24 @@ def mistakes_of(test: dict) -> list[str]:
 
 
 def reason(entry: dict) -> str:
-    """One short line: why the exercise lost points."""
+    """One short line: why the exercise lost points (--brief, the class report)."""
     if not entry["failed"]:
         return "all checks passed"
+    from autograder.diagnose.mistakes import CATALOGUE
+    from autograder.diagnose.root_cause import NOT_STARTED, split_summary
+    if _not_started(entry["failed"], entry["failed"]):
+        return NOT_STARTED
+    more = f" ({len(entry['failed'])} failed checks)" if len(entry["failed"]) > 1 else ""
+    head = next((h for h in (split_summary(t.get("output", ""))[0] for t in entry["failed"]) if h), None)
+    if head:
+        first = head.splitlines()[0]
+        if not first.endswith(":"):            # one root cause: its own line
+            return first + more
+        ids = list(dict.fromkeys(m for t in entry["failed"] for m in mistakes_of(t) if m in CATALOGUE))
+        return "Root causes: " + "; ".join(f"{CATALOGUE[m].title} [{m}]" for m in ids) + "." + more
     first = entry["failed"][0]
     mistake = mistake_of(first)
-    line = next((ln for ln in first.get("output", "").splitlines() if ln.strip()), "failed")
-    if mistake == "not-implemented":
-        return "not implemented yet: replace `raise NotImplementedError()` with your code"
+    line = _one_line(first.get("output", "")) or "failed"
     if len(line) > 110:
         line = line[:107] + "..."
     tag = f"[{mistake}] " if mistake else ""
@@ -56,14 +66,42 @@ def reason(entry: dict) -> str:
     return f"{tag}{line}{more}"
 
 
+def _not_started(tests: list[dict], failed: list[dict]) -> bool:
+    """Every check of the exercise failed because the stub still raises NotImplementedError."""
+    return bool(tests) and len(failed) == len(tests) and all(
+        set(mistakes_of(t)) == {"not-implemented"} for t in tests)
+
+
+def _one_line(evidence: str) -> str:
+    """What a check saw, on one line: its first line; for an exception, its type and message and
+    where in the student's cell it was raised."""
+    import re
+    lines = [ln for ln in evidence.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    line = lines[0].strip()
+    if line.endswith(":") and len(lines) > 1:          # "softmax raised an exception:" + the error
+        line = f"{line} {lines[1].strip()}"
+        where = [i for i, ln in enumerate(lines[2:], 2) if re.match(r"\s+cell .*, line \d+", ln)]
+        if where:
+            i = where[-1]
+            place = lines[i].strip().split(", in ")[0]
+            code = lines[i + 1].strip() if i + 1 < len(lines) and not re.match(
+                r"\s+cell .*, line \d+", lines[i + 1]) else ""
+            line += f" (at {place}" + (f": `{code}`" if code else "") + ")"
+    elif len(lines) > 1:
+        line += f" (+{len(lines) - 1} more)"
+    return line
+
+
 def _pts(x: float) -> str:
     return f"{x:g}"
 
 
-def summary(results: dict, title: str | None = None, *, detail: bool = False) -> str:
-    """Per exercise, points and a short reason; with `detail`, each exercise that lost points is
-    followed by the text its self-check cell shows (root cause, named mistakes, the fix, and
-    what each failing check saw)."""
+def summary(results: dict, title: str | None = None, *, detail: bool = False, verbose: bool = False) -> str:
+    """Per exercise, points and a short reason. With `detail`, an exercise that lost points is
+    followed by the rest of what its self-check cell shows (the root cause said once, its fix,
+    one line per failed check); with `verbose`, by every check and everything it saw."""
     lines = []
     if title:
         lines.append(title)
@@ -72,11 +110,11 @@ def summary(results: dict, title: str | None = None, *, detail: bool = False) ->
         if lesson != current:
             current = lesson
             lines.append(f"  {lesson}")
-        lines.append(f"    {exercise:<30} {_pts(entry['score']):>4}/{_pts(entry['max']):<4} {reason(entry)}")
-        if detail and entry["failed"]:
-            tests = [t for t in results.get("tests", [])
-                     if f"lesson:{lesson}" in t.get("tags", ()) and f"exercise:{exercise}" in t.get("tags", ())]
-            lines.extend("        " + ln if ln else "" for ln in verdict(exercise, tests).splitlines()[1:])
+        head, body = (exercise_report(_tests_of(results, lesson, exercise), verbose=verbose)
+                      if detail or verbose else (reason(entry), []))
+        lines.append(f"    {exercise:<30} {_pts(entry['score']):>4}/{_pts(entry['max']):<4} {head}")
+        if body:
+            lines.extend("        " + ln if ln else "" for ln in body)
             lines.append("")
     for note in results.get("output", "").splitlines():
         lines.append(f"  note: {note}")
@@ -84,25 +122,97 @@ def summary(results: dict, title: str | None = None, *, detail: bool = False) ->
     return "\n".join(lines)
 
 
+def _tests_of(results: dict, lesson: str, exercise: str) -> list[dict]:
+    return [t for t in results.get("tests", [])
+            if f"lesson:{lesson}" in t.get("tags", ()) and f"exercise:{exercise}" in t.get("tags", ())]
+
+
+def _short_name(test: dict) -> str:
+    return test["name"].split(": ", 1)[-1]
+
+
+def exercise_report(tests: list[dict], *, verbose: bool = False) -> tuple[str, list[str]]:
+    """(one line, the lines after it) for one exercise's checks: what the terminal, the
+    self-check cell and feedback.md show. Nothing is said twice: the root cause and its fix once,
+    then one line per failed check (name: what it saw), checks that saw the same thing merged.
+    `verbose`: every check, passed ones too, and all that each saw."""
+    head, cause, checks = _exercise_parts(tests, verbose)
+    return head, cause + checks
+
+
+def _exercise_parts(tests: list[dict], verbose: bool) -> tuple[str, list[str], list[str]]:
+    """(one line, the rest of the root cause and its fix, the lines about the checks)."""
+    from autograder.diagnose.root_cause import NOT_STARTED, own_part, split_summary
+    failed = [t for t in tests if t["status"] != "passed"]
+    if not failed:
+        return "all checks passed", [], []
+    if _not_started(tests, failed):
+        return NOT_STARTED, [], ([f"FAILED  {_short_name(t)}" for t in tests] if verbose else [])
+    block = next((h for h in (split_summary(t["output"])[0] for t in failed) if h), None)
+    parts = [(t, *own_part(t["output"])) for t in failed] if block else \
+            [(t, None, t["output"], False) for t in failed]
+    causes = {label for _, labels, _, _ in parts for label in labels or ()}
+    groups: dict[tuple, list[dict]] = {}       # checks that saw the same thing, in order
+    for t, labels, evidence, unexplained in parts:
+        groups.setdefault((unexplained, tuple(labels or ()), evidence.strip()), []).append(t)
+
+    def check_lines(key, group) -> list[str]:
+        _, labels, evidence = key
+        tag = f" [{', '.join(labels)}]" if labels and len(causes) > 1 else ""
+        if verbose:
+            return [f"FAILED  {_short_name(t)}{tag}" for t in group] + \
+                   ["        " + ln for ln in evidence.splitlines()]
+        names = f"all {len(group)} checks" if len(group) == len(tests) > 1 else "; ".join(map(_short_name, group))
+        return [f"FAILED  {names}{tag}: {_one_line(evidence)}"]
+
+    cause: list[str] = []
+    if block:
+        head, *cause = block.splitlines()
+    elif len(groups) == 1 and len(failed) == len(tests) and not verbose:
+        (key, group), = groups.items()        # every check failed the same way: say it once
+        return _one_line(key[2]), [], []
+    else:
+        head = f"{len(failed)} of {len(tests)} checks failed"
+    lines: list[str] = []
+    ordered = sorted(groups.items(), key=lambda kv: kv[0][0])        # explained ones first
+    for i, (key, group) in enumerate(ordered):
+        if key[0] and (i == 0 or not ordered[i - 1][0][0]):
+            many = len(causes) > 1
+            lines.append(f"Also failing, maybe because of the mistake{'s' if many else ''} above "
+                         f"(fix {'them' if many else 'it'} first):")
+        lines.extend(check_lines(key, group))
+    if verbose:
+        lines.extend(f"passed  {_short_name(t)}" for t in tests if t["status"] == "passed")
+    return head, cause, lines
+
+
 def feedback_markdown(student: str, results: dict) -> str:
-    """A page a student can read: per exercise, points, what went wrong, the named mistake."""
+    """A page a student can read: per exercise, points and the same text as the self-check (the
+    root cause and its fix once, one line per failed check); every check in full at the end."""
     lines = [f"# Feedback for {student}", "",
              f"**Score: {_pts(results['score'])} / {_pts(results['max_score'])}**", ""]
     if results.get("output"):
         lines += ["Notes about your files:", ""] + [f"- {n}" for n in results["output"].splitlines()] + [""]
-    current = None
+    from autograder.diagnose.root_cause import NOT_STARTED
+    current, full = None, []
     for (lesson, exercise), entry in by_exercise(results).items():
         if lesson != current:
             current = lesson
-            lines += [f"## {lesson}", ""]
-        lines += [f"### {exercise}: {_pts(entry['score'])} / {_pts(entry['max'])}", ""]
-        if not entry["failed"]:
-            lines += ["All checks passed.", ""]
-        for test in entry["failed"]:
-            mistake = mistake_of(test)
-            lines.append(f"- **{test['name'].split(': ', 1)[-1]}**" + (f" (mistake: `{mistake}`)" if mistake else ""))
-            lines += ["", "  ```text"] + [f"  {ln}" for ln in test["output"].splitlines()] + ["  ```", ""]
-    return "\n".join(lines) + "\n"
+            lines += ([""] if lines[-1] else []) + [f"## {lesson}", ""]
+        tests = _tests_of(results, lesson, exercise)
+        points = f"**{exercise}**: {_pts(entry['score'])} / {_pts(entry['max'])}"
+        head, body = exercise_report(tests)
+        if not entry["failed"] or head == NOT_STARTED:
+            lines.append(f"- {points}, {head}.")
+            continue
+        lines += [f"- {points}", "", "  ```text"] + [f"  {ln}" for ln in [head, *body]] + ["  ```", ""]
+        full.append((lesson, exercise, tests))
+    if full:
+        lines += ([""] if lines[-1] else []) + ["## Every check in full", ""]
+        for lesson, exercise, tests in full:
+            _, _, checks = _exercise_parts(tests, verbose=True)    # the root cause is said above
+            lines += [f"### {lesson}: {exercise}", "", "```text", *checks, "```", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f]}
@@ -137,7 +247,9 @@ def write_json(path: Path, data) -> None:
     write_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
-def verdict(exercise: str, tests: list[dict]) -> str:
+def verdict(exercise: str, tests: list[dict], *, verbose: bool = False) -> str:
+    """What a self-check cell prints: the points and, when some were lost, the same text as the
+    terminal (exercise_report)."""
     score = sum(t["score"] for t in tests)
     total = sum(t["max_score"] for t in tests)
     if not tests:
@@ -146,19 +258,7 @@ def verdict(exercise: str, tests: list[dict]) -> str:
         if len(tests) == 1:  # "all 1 checks" is not English
             return f"{exercise}: passed all checks (1 of 1; {score:g}/{total:g} points)."
         return f"{exercise}: passed all {len(tests)} checks ({score:g}/{total:g} points)."
-    from autograder.diagnose.root_cause import split_summary
-    lines = [f"{exercise}: {score:g}/{total:g} points"]
-    for t in tests:   # the root-cause summary first, in full
-        found, _ = split_summary(t["output"]) if t["status"] != "passed" else (None, "")
-        if found:
-            lines.extend("  " + line for line in found.splitlines())
-            lines.append("")
-    for t in tests:
-        name = t["name"].split(": ", 1)[-1]
-        if t["status"] == "passed":
-            lines.append(f"  passed  {name}")
-        else:
-            mistakes = [tag[8:] for tag in t["tags"] if tag.startswith("mistake:")]
-            lines.append(f"  FAILED  {name}" + (f"  [{', '.join(mistakes)}]" if mistakes else ""))
-            lines.extend("          " + line for line in split_summary(t["output"])[1].splitlines()[:8])
+    head, body = exercise_report(tests, verbose=verbose)
+    lines = [f"{exercise}: {score:g}/{total:g} points. {head[:1].upper()}{head[1:]}"]
+    lines.extend("  " + line for line in body)
     return "\n".join(lines)

@@ -1,0 +1,271 @@
+"""Feedback economy (issue 24, "the student's first hour"): the root cause first, said once, its fix
+in the lesson's own API, then one line per failed check; no sentence twice for one exercise; the
+same text in the terminal, the self-check cells and feedback.md; --verbose keeps everything.
+
+Measured on the untouched course, on one typical mistake per lesson (test_student_kit.MISTAKES,
+the other exercises correct) and on a two-mistake answer (tests/corpus/combo_05_noscale_row_leak)."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from collections import Counter
+
+import pytest
+
+from autograder.classroom import accuracy
+from autograder.course import COURSE, available_lessons
+from autograder.diagnose.root_cause import NOT_STARTED
+from autograder.grading.reference import load_reference
+from autograder.report.results import by_exercise, feedback_markdown
+from autograder.selfcheck import run_selfcheck
+from conftest import exercise_pairs, run_cli
+from test_student_kit import MISTAKES, mistaken, solution_cells
+from test_student_kit import points as lesson_points
+
+LESSONS = [lesson.id for lesson in available_lessons()]
+TWO = "combo_05_noscale_row_leak"          # MultiHeadAttention: missing-scale and masked-row-leak
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text (one per line at least), without the short ones ("Fix:")."""
+    found = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n", text)]
+    return [s for s in found if len(s) > 25]
+
+
+def repeated(text: str) -> list[str]:
+    return [s for s, n in Counter(sentences(text)).items() if n > 1]
+
+
+def terminal_blocks(stdout: str) -> dict[tuple[str, str], list[str]]:
+    """{(lesson, exercise): [its line without the indent and points, the lines under it]}."""
+    blocks, lesson = {}, None
+    for line in stdout.splitlines():
+        if re.match(r"^  \S", line) and not line.startswith("  total") and not line.startswith("  note:"):
+            lesson = line.strip()
+        elif m := re.match(r"^    (\S+)\s+[\d.]+/[\d.]+\s+(.*)$", line):
+            current = blocks.setdefault((lesson, m.group(1)), [m.group(2)])
+        elif line.startswith("        "):
+            current.append(line[8:])
+    return blocks
+
+
+def fenced_blocks(markdown: str) -> dict[str, list[str]]:
+    """{exercise: the lines of its fenced block} for the exercises listed before "Every check in full"."""
+    summary = markdown.split("## Every check in full")[0]
+    return {m.group(1): [ln[2:] for ln in m.group(2).splitlines()]
+            for m in re.finditer(r"^- \*\*(\S+)\*\*: [\d.]+ / [\d.]+\n\n  ```text\n(.*?)\n  ```", summary, re.M | re.S)}
+
+
+def write_notebook(path, lesson, cells):
+    nb = json.loads(COURSE[lesson].released_path.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        md = cell.get("metadata", {}).get("nbgrader", {})
+        if md.get("solution") and md.get("grade_id") in cells:
+            cell["source"] = cells[md["grade_id"]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb), encoding="utf-8")
+
+
+def grade(folder, tmp, *extra):
+    out = tmp / "results.json"
+    run = run_cli("grade", folder, "--json", out, "--out", tmp / "out", *extra)
+    assert run.returncode == 0, run.stderr
+    feedback = next((tmp / "out" / "students").glob("*/feedback.md")).read_text()
+    return json.loads(out.read_text()), run.stdout, feedback
+
+
+def selfcheck(lesson, exercise, cells, verbose=False):
+    """The self-check cell's text for `exercise`, with the lesson's cells `cells` run in a namespace."""
+    namespace = dict(vars(load_reference(lesson)))
+    for source in cells.values():
+        exec(compile(source, f"<{lesson}>", "exec"), namespace)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        score = run_selfcheck(lesson, exercise, namespace[exercise], verbose=verbose)
+    return score, out.getvalue()
+
+
+# -- the untouched course -------------------------------------------------------------------------
+
+def test_the_untouched_course_is_one_line_per_exercise(lessons_results):
+    results, stdout = lessons_results
+    lines = stdout.splitlines()
+    assert len(lines) <= 30, stdout                                   # 303 before
+    pairs = exercise_pairs()
+    blocks = terminal_blocks(stdout)
+    assert set(blocks) == set(pairs), stdout
+    assert all(block == [NOT_STARTED] for block in blocks.values()), stdout
+    assert stdout.count(NOT_STARTED) == len(pairs) and "FAILED" not in stdout and "Root cause" not in stdout
+    for test in results["tests"]:   # Gradescope: each check says it, and keeps its tags
+        assert test["output"] == NOT_STARTED
+        assert [t.split(":")[0] for t in test["tags"]] == ["lesson", "exercise", "mistake"]
+        assert test["tags"][2] == "mistake:not-implemented"
+    markdown = feedback_markdown("lessons", results)
+    sections = dict(re.findall(r"^## (\S+)\n\n(.*?)(?=\n## |\Z)", markdown, re.M | re.S))
+    for lesson, exercise in pairs:
+        [line] = [ln for ln in sections[lesson].splitlines() if ln.startswith(f"- **{exercise}**")]
+        assert line.endswith(f", {NOT_STARTED}."), line
+    assert len(markdown.splitlines()) <= 4 + 3 * len(LESSONS) + len(pairs), markdown
+    assert "```" not in markdown and "Every check in full" not in markdown
+
+
+def test_an_untouched_self_check_cell_prints_one_line():
+    import torch
+
+    def stub(*args, **kwargs):
+        raise NotImplementedError()
+
+    class Stub(torch.nn.Module):
+        def __init__(self, *args, **kwargs):
+            raise NotImplementedError()
+
+    for lesson, exercise in [("01_scaled_dot_product_attention", "softmax"),
+                             ("05_multi_head_attention", "MultiHeadAttention"), ("08_fast_attention", "repeat_kv")]:
+        obj = Stub if exercise[0].isupper() else stub
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert run_selfcheck(lesson, exercise, obj) == 0
+        points = lesson_points(lesson)[exercise]
+        assert out.getvalue() == f"{exercise}: 0/{points:g} points. Not started: replace " \
+                                 "`raise NotImplementedError()` with your code\n", out.getvalue()
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            run_selfcheck(lesson, exercise, obj, verbose=True)      # the checks it will run, by name
+        assert out.getvalue().count("FAILED  ") >= 1 and out.getvalue().count("Not started") == 1
+
+
+# -- one typical mistake per lesson ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def typical(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("typical")
+    for lesson, exercise, old, new, _ in MISTAKES:
+        write_notebook(tmp / "student" / f"{lesson}.ipynb", lesson, mistaken(lesson, exercise, old, new))
+    return grade(tmp / "student", tmp)
+
+
+@pytest.mark.parametrize("lesson, exercise, old, new, mistake", MISTAKES, ids=[m[0][:2] for m in MISTAKES])
+def test_a_typical_mistake_is_said_once(typical, lesson, exercise, old, new, mistake):
+    results, stdout, markdown = typical
+    block = terminal_blocks(stdout)[(lesson, exercise)]
+    text = "\n".join(block)
+    failed = by_exercise(results)[(lesson, exercise)]["failed"]
+    assert failed, text
+    assert not repeated(text), (repeated(text), text)
+    checks = [ln for ln in block if ln.startswith("FAILED  ")]
+    assert 1 <= len(checks) <= len(failed) and all(": " in ln for ln in checks), text
+    if mistake:
+        assert block[0].startswith("Root cause: ") and block[0].endswith(f"[{mistake}]."), text
+        assert text.count(mistake) == 1, text              # named once, not under every check
+        assert [ln for ln in block if ln.startswith("Fix: ")] != [] and text.count("Fix:") == 1, text
+        assert len(block) <= 3 + len(failed) + 1, text     # cause, what the code does, fix; a line per check
+    else:
+        assert len(block) == 1 + len(checks), text
+    # the same text in the self-check cell (evidence may come from other inputs under a course secret)
+    score, verdict = selfcheck(lesson, exercise, mistaken(lesson, exercise, old, new))
+    first, *rest = verdict.rstrip("\n").split("\n")
+    assert first.endswith(block[0][:1].upper() + block[0][1:]), (first, block[0])
+    rest = [ln[2:] for ln in rest]
+    assert [ln for ln in rest if not ln.startswith("FAILED")] == [ln for ln in block[1:] if not ln.startswith("FAILED")]
+    assert [ln.split(": ")[0] for ln in rest if ln.startswith("FAILED")] == [ln.split(": ")[0] for ln in checks]
+    # and in feedback.md, once, with every check in full under its own heading
+    assert fenced_blocks(markdown)[exercise] == block
+    section = markdown.split(f"## {lesson}")[1].split("\n## ")[0]
+    assert not repeated(section), repeated(section)
+    full = markdown.split("## Every check in full")[1].split(f"### {lesson}: {exercise}\n")[1].split("```\n\n")[0]
+    assert "Fix:" not in full and "passed  " in full or score == 0
+    # Gradescope: the root cause and its fix once per exercise, on its first failed check
+    outputs = [t["output"] for t in failed]
+    if mistake:
+        assert outputs[0].startswith("Root cause: ") and sum(o.count("Fix:") for o in outputs) == 1, outputs
+        assert all(f"mistake:{mistake}" in t["tags"] for t in failed if t["output"].split("\n\n")[-1].startswith("["))
+    assert all(f"lesson:{lesson}" in t["tags"] and f"exercise:{exercise}" in t["tags"] for t in failed)
+
+
+def test_the_typical_course_is_short(typical):
+    results, stdout, markdown = typical
+    assert len(stdout.splitlines()) <= 80, stdout                     # 150 before
+    for (lesson, exercise), entry in by_exercise(results).items():
+        if not entry["failed"]:
+            assert terminal_blocks(stdout)[(lesson, exercise)] == ["all checks passed"]
+
+
+# -- two mistakes in one answer -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def two_mistakes(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("two")
+    entry = next(e for e in accuracy.load() if e.name == TWO)
+    cells = dict(solution_cells(entry.lesson), **entry.cells)
+    write_notebook(tmp / "student" / f"{entry.lesson}.ipynb", entry.lesson, cells)
+    return (entry, cells, *grade(tmp / "student", tmp), run_cli("grade", tmp / "student", "--verbose"))
+
+
+def test_two_mistakes_are_each_said_once_with_their_fix(two_mistakes):
+    entry, cells, results, stdout, markdown, verbose = two_mistakes
+    [exercise] = entry.wrong
+    ids = entry.wrong[exercise]
+    block = terminal_blocks(stdout)[(entry.lesson, exercise)]
+    text = "\n".join(block)
+    assert block[0] == f"Root causes ({len(ids)} mistakes, fix each):", text
+    for i, mistake in enumerate(ids, 1):
+        [item] = [ln for ln in block if ln.startswith(f"{i}. ")]
+        assert f"[{mistake}]." in item and text.count(mistake) == 1 + sum(mistake in ln for ln in block if ln.startswith("FAILED"))
+    assert text.count("Fix:") == len(ids) and not repeated(text), text
+    failed = by_exercise(results)[(entry.lesson, exercise)]["failed"]
+    checks = [ln for ln in block if ln.startswith("FAILED  ")]
+    assert 1 <= len(checks) <= len(failed) and len(block) <= 1 + 2 * len(ids) + len(failed) + 1, text
+    for line in checks:                                  # which mistake explains which check
+        assert re.search(r" \[[a-z, -]+\]: ", line), line
+    assert set(ids) <= {m for ln in checks for m in re.search(r" \[([a-z, -]+)\]: ", ln).group(1).split(", ")}
+    assert fenced_blocks(markdown)[exercise] == block
+    _, verdict = selfcheck(entry.lesson, exercise, cells)
+    assert verdict.count("Fix:") == len(ids) and not repeated(verdict), verdict
+    assert len(verdict.splitlines()) == len(block)
+    # --verbose: every check, passed ones too, with all that each saw; the causes still once
+    assert verbose.returncode == 0, verbose.stderr
+    long = "\n".join(terminal_blocks(verbose.stdout)[(entry.lesson, exercise)])
+    assert long.count("Fix:") == len(ids) and "passed  " in long and len(long) > len(text)
+
+
+# -- how the report reads the checks back (no grading) -------------------------------------------
+
+def entry(exercise, status="failed", output="", mistakes=(), name=None):
+    return {"name": f"01_scaled_dot_product_attention: {name or exercise + ' check'}", "score": 0.0 if status == "failed"
+            else 1.0, "max_score": 1.0, "status": status, "output": output,
+            "tags": ["lesson:01_scaled_dot_product_attention", f"exercise:{exercise}", *(f"mistake:{m}" for m in mistakes)]}
+
+
+def test_checks_that_saw_the_same_thing_are_one_line():
+    from autograder.report.results import exercise_report, verdict
+    error = "softmax raised an exception:\nTypeError: bad operand\n  cell softmax, line 3, in softmax\n    return x + 'a'"
+    every = [entry("softmax", output=error, name=f"check {i}") for i in range(3)]
+    assert exercise_report(every) == ("softmax raised an exception: TypeError: bad operand (at cell softmax, line 3: "
+                                      "`return x + 'a'`)", [])
+    some = every[:2] + [entry("softmax", "passed", name="check 2")]
+    head, body = exercise_report(some)
+    assert head == "2 of 3 checks failed" and body == [
+        "FAILED  check 0; check 1: softmax raised an exception: TypeError: bad operand (at cell softmax, line 3: "
+        "`return x + 'a'`)"]
+    head, body = exercise_report(some, verbose=True)                 # every check, all it saw, once
+    assert body[:2] == ["FAILED  check 0", "FAILED  check 1"] and body.count("        TypeError: bad operand") == 1
+    assert body[-1] == "passed  check 2"
+    assert verdict("softmax", some).splitlines()[0] == "softmax: 1/3 points. 2 of 3 checks failed"
+
+
+def test_checks_no_mistake_explains_come_last_under_one_line():
+    from autograder.report.results import exercise_report
+    tests = [entry("scaled_dot_product_attention", output="odd values\n(This may follow from missing-scale; fix it first.)",
+                   name="a"),
+             entry("scaled_dot_product_attention", output="Root cause: Scores are not scaled [missing-scale].\n"
+                   "In your code: no division.\nFix: Divide.\n\n[missing-scale] weights differ", mistakes=["missing-scale"],
+                   name="b"),
+             entry("scaled_dot_product_attention", output="other odd values\n(This may follow from missing-scale; fix it "
+                   "first.)", name="c")]
+    head, body = exercise_report(tests)
+    assert head == "Root cause: Scores are not scaled [missing-scale]."
+    assert body == ["In your code: no division.", "Fix: Divide.", "FAILED  b: weights differ",
+                    "Also failing, maybe because of the mistake above (fix it first):",
+                    "FAILED  a: odd values", "FAILED  c: other odd values"]
