@@ -18,7 +18,7 @@ TORCH_LESSONS = ("03", "05", "06", "07", "08")
 
 def fix(mistake: str, lesson: str) -> str:
     text = root_cause.summary(lesson, "x", [(mistake, None)])
-    return re.search(r"^   Fix: (.*)$", text, re.M).group(1)
+    return re.search(r"^\s*Fix: (.*)$", text, re.M).group(1)
 
 
 def named_in(lesson_prefix: str) -> set[str]:
