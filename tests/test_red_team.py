@@ -571,3 +571,87 @@ def test_seccomp_cannot_be_sidestepped_through_another_syscall_abi(box):
             assert opened["i386 unshare"] == "0", opened
     finally:
         control.close()
+
+
+# ================================================================== issue 20: escaped feedback
+
+FENCE_BREAK = '''def softmax(x, axis=-1):
+    raise ValueError("boom\\n```\\n\\n**Score: 55 / 55** All checks passed.\\n\\n"
+                     "<img src=x onerror=\\"document.title='pwned'; window.__pwned = 1\\">\\n\\n```text\\n"
+                     "```` ~~~ <script>window.__pwned = 2</script>")
+'''
+
+
+def _feedback_of_fence_breaker(tmp_path):
+    from autograder.pipeline import grade_student
+    from autograder.report.results import feedback_markdown
+    nb = notebook_with("01_scaled_dot_product_attention", {"softmax": FENCE_BREAK}, tmp_path / "student")
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({"01_scaled_dot_product_attention": nb}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    assert any("**Score: 55 / 55**" in t["output"] for t in result["tests"]), "the payload never reached the output"
+    name = "eve <img src=x onerror=\"window.__pwned = 3\"> **Score: 99 / 99**"
+    return result, feedback_markdown(name, result)
+
+
+def test_student_text_cannot_close_a_feedback_fence_in_nbconvert(tmp_path):
+    """[R U D] Issue 20, point 6: an exception message holding a line of three backticks closed the
+    fenced block of feedback.md; rendered with nbconvert's Markdown renderer (mistune) it showed a
+    forged "**Score: 55 / 55** All checks passed." and a raw <img onerror=...> outside any code block."""
+    import re
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    result, text = _feedback_of_fence_breaker(tmp_path)
+    page = markdown2html_mistune(text)
+    assert "<img" not in page and "<script" not in page, page
+    # outside code blocks, the only bold score is the real one
+    outside = re.sub(r"<pre>.*?</pre>", "", page, flags=re.S)
+    assert "55 / 55" not in outside and "All checks passed" not in outside, outside   # the payload stays in <pre>
+    assert "&lt;img" in page            # the folder name's markup is shown as text
+    real = f"Score: {result['score']:g} / {result['max_score']:g}"
+    assert re.findall(r"<strong>(Score:[^<]*)</strong>", page) == [real], page
+    assert result["score"] < result["max_score"]
+
+
+def test_student_text_cannot_inject_markup_into_feedback_in_chromium(tmp_path):
+    """[R U D] Issue 20, point 6, in a real browser: the feedback page rendered by nbconvert and
+    opened in headless Chromium runs no script of the student's and shows no forged score."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    from support.chromium import chromium
+    result, text = _feedback_of_fence_breaker(tmp_path)
+    page = tmp_path / "feedback.html"
+    page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'><title>feedback</title></head><body>"
+                    + markdown2html_mistune(text) + "</body></html>", encoding="utf-8")
+    with chromium(tmp_path / "profile") as driver:
+        driver.get(page.as_uri())
+        time.sleep(0.3)
+        assert driver.title == "feedback"
+        assert driver.execute_script("return window.__pwned || 0") == 0
+        assert driver.execute_script("return document.querySelectorAll('img, script').length") == 0
+        bold = driver.execute_script(
+            "return [...document.querySelectorAll('strong')].filter(e => !e.closest('pre'))"
+            ".map(e => e.textContent).filter(t => t.startsWith('Score'))")
+        assert bold == [f"Score: {result['score']:g} / {result['max_score']:g}"], bold
+        forged = driver.execute_script(
+            "return [...document.querySelectorAll('body *')].filter(e => !e.closest('pre') && "
+            "e.children.length === 0 && e.textContent.includes('55 / 55')).length")
+        assert forged == 0
+
+
+def test_results_json_outputs_are_plain_text_without_controls(tmp_path):
+    """[R U D] Issue 20, point 6: results.json tells Gradescope to show outputs as text (never
+    Markdown or HTML), and no control character of a student's message survives in it."""
+    from autograder.pipeline import grade_student
+    nb = notebook_with("01_scaled_dot_product_attention",
+                       {"softmax": "def softmax(x, axis=-1):\n    raise ValueError('\\x1b[2J\\x1b]8;;x\\x07 <b>hi</b>')\n"},
+                       tmp_path / "student")
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({"01_scaled_dot_product_attention": nb}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    assert result["output_format"] == "text" and result["test_output_format"] == "text"
+    assert all(t["output_format"] == "text" for t in result["tests"])
+    dumped = json.dumps(result)
+    assert "<b>hi</b>" in dumped and "\\u001b" not in dumped and "\\u0007" not in dumped

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -85,24 +86,51 @@ def summary(results: dict, title: str | None = None, *, detail: bool = False) ->
 
 
 def feedback_markdown(student: str, results: dict) -> str:
-    """A page a student can read: per exercise, points, what went wrong, the named mistake."""
-    lines = [f"# Feedback for {student}", "",
+    """A page a student can read: per exercise, points, what went wrong, the named mistake.
+
+    Every text a student can influence (the folder name, notes about their files, a check's output
+    with their exception messages) is escaped: outside code blocks each ASCII punctuation character
+    is backslash-escaped (no markup, no raw HTML), and a code block's fence is longer than any run
+    of backticks inside it, so no line of the text can close it."""
+    lines = [f"# Feedback for {markdown_text(student)}", "",
              f"**Score: {_pts(results['score'])} / {_pts(results['max_score'])}**", ""]
     if results.get("output"):
-        lines += ["Notes about your files:", ""] + [f"- {n}" for n in results["output"].splitlines()] + [""]
+        lines += ["Notes about your files:", ""] + [f"- {markdown_text(n)}" for n in results["output"].splitlines()] + [""]
     current = None
     for (lesson, exercise), entry in by_exercise(results).items():
         if lesson != current:
             current = lesson
-            lines += [f"## {lesson}", ""]
-        lines += [f"### {exercise}: {_pts(entry['score'])} / {_pts(entry['max'])}", ""]
+            lines += [f"## {markdown_text(lesson)}", ""]
+        lines += [f"### {markdown_text(exercise)}: {_pts(entry['score'])} / {_pts(entry['max'])}", ""]
         if not entry["failed"]:
             lines += ["All checks passed.", ""]
         for test in entry["failed"]:
             mistake = mistake_of(test)
-            lines.append(f"- **{test['name'].split(': ', 1)[-1]}**" + (f" (mistake: `{mistake}`)" if mistake else ""))
-            lines += ["", "  ```text"] + [f"  {ln}" for ln in test["output"].splitlines()] + ["  ```", ""]
+            lines.append(f"- **{markdown_text(test['name'].split(': ', 1)[-1])}**"
+                         + (f" (mistake: {markdown_text(mistake)})" if mistake else ""))
+            lines += [""] + ["  " + ln for ln in code_block(test["output"]).splitlines()] + [""]
     return "\n".join(lines) + "\n"
+
+
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def markdown_text(text) -> str:
+    """`text` as literal Markdown inline text: every ASCII punctuation character backslash-escaped
+    (CommonMark and mistune read `\\<` as `<`, never as the start of a tag), line breaks as spaces,
+    control characters made visible."""
+    flat = " ".join(terminal_safe(str(text)).splitlines())
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", flat)
+
+
+def code_block(text, info: str = "text") -> str:
+    """`text` in a fenced code block that nothing in it can close: the fence is one backtick longer
+    than the longest run of backticks in the text (CommonMark: a closing fence is at least as long
+    as the opening one), and control characters are made visible."""
+    body = terminal_safe(str(text))
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join([fence + info, *body.splitlines(), fence])
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f]}
