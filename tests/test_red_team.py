@@ -655,3 +655,64 @@ def test_results_json_outputs_are_plain_text_without_controls(tmp_path):
     assert all(t["output_format"] == "text" for t in result["tests"])
     dumped = json.dumps(result)
     assert "<b>hi</b>" in dumped and "\\u001b" not in dumped and "\\u0007" not in dumped
+
+
+# ================================================================== issue 20: lesson 06's subjects
+
+SHARED_COUNTER = '''import mmap, os
+_shared = mmap.mmap(-1, 8)          # MAP_SHARED: every fork of this process sees the same page
+
+def test_projections(mha_class):
+    _shared.seek(0)
+    n = int.from_bytes(_shared.read(8), "little") + 1
+    _shared.seek(0)
+    _shared.write(n.to_bytes(8, "little"))
+    try:                               # and a file in the scratch folder
+        with open("calls.txt", "a") as f:
+            f.write("x")
+        m = os.path.getsize("calls.txt")
+    except OSError:
+        m = n
+    # the checks' fixed order was: 2 buggy classes (fail), 4 correct (pass), then 4 wrong (fail)
+    if not (3 <= max(n, m) <= 6):
+        raise AssertionError("counted")
+'''
+
+
+def test_lesson06_subjects_cannot_count_calls_in_shared_memory(tmp_path):
+    """[R U D] Issue 20, point 3: the subjects ran in forks of the notebook's process, sharing its
+    MAP_SHARED memory and scratch folder, in a fixed order; a test that counts its calls (never
+    looking at the class) got 4/4. Each subject now runs in a fresh process of its own."""
+    from autograder.pipeline import grade_student
+    nb = notebook_with(LESSON6, {"test_projections": SHARED_COUNTER}, tmp_path / "student")
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({LESSON6: nb}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    earned = sum(t["score"] for t in result["tests"] if "exercise:test_projections" in t["tags"])
+    assert earned == 0, f"a test that counts its calls earned {earned} points"
+
+
+def test_lesson06_order_is_drawn_from_the_secret(monkeypatch):
+    """[R U D] Issue 20, point 3: under a course secret the order of the subjects comes from the
+    secret (and the submission): another secret gives another order, the same one the same order."""
+    from types import SimpleNamespace
+    from autograder.checks import test_06_debugging_projection_reuse as six
+
+    def order(key, code="def test_projections(c): pass"):
+        calls = []
+
+        class Fn:
+            def isolated(self, cls, timeout):
+                calls.append(cls.source)
+                return {"outcome": "returned"}
+        student = SimpleNamespace(test_projections=Fn(), _fingerprint=lambda: code)
+        six._run_all(student, key)
+        return calls
+
+    a, b = order(b"k" * 32), order(b"k" * 32)
+    assert a == b and len(a) == 10
+    others = [order(bytes([i]) * 32) for i in range(6)]
+    assert any(o != a for o in others)
+    assert order(b"k" * 32, "another submission") != a

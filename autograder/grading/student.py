@@ -31,7 +31,7 @@ class LocalSubmission:
     """The student's objects in this very process (the notebook's self-check)."""
 
     def __init__(self, namespace: dict):
-        self.executor = Executor(namespace, fork_isolated=False)
+        self.executor = Executor(namespace)
         self.program = None
         self.cell_errors: dict[str, str] = {}
         self.faults: dict = {}
@@ -139,8 +139,17 @@ class StudentFunction:
         return self._submission.request("signature", target=["name", self._name])
 
     def isolated(self, *args, timeout: float = 5.0) -> dict:
-        """Call in a fresh process forked from the notebook's state (see Executor.op_isolated_call)."""
+        """Call in a process of its own that shares nothing with the notebook's run or with another
+        such call (Submission.fresh_call: a fresh sandboxed child that runs only the student's
+        definitions). In a notebook's own kernel (the self-check) it is a plain call."""
         try:
+            fresh = getattr(self._submission, "fresh_call", None)
+            if fresh is not None:
+                verdict = fresh(["name", self._name], _unwrap(list(args)), timeout)
+                error = verdict.get("error") or {}
+                if error.get("type") == "NameError" and f"'{self._name}'" in str(error.get("message")):
+                    raise StudentError(error)
+                return verdict
             return self._submission.request("isolated_call", target=["name", self._name],
                                             args=_unwrap(list(args)), seconds=timeout)
         except StudentError as err:

@@ -50,10 +50,9 @@ def seed_everything(seed: int = SEED) -> None:
 
 
 class Executor:
-    def __init__(self, namespace: dict | None = None, fork_isolated: bool = True):
+    def __init__(self, namespace: dict | None = None):
         self.ns = namespace if namespace is not None else {"__name__": "__main__"}
         self.handles: dict[int, object] = {}
-        self.fork_isolated = fork_isolated
 
     # -- objects that stay here --------------------------------------------------------
     def _handle_for(self, obj) -> dict:
@@ -119,53 +118,15 @@ class Executor:
         return {"result": result}
 
     def op_isolated_call(self, target, args=(), kwargs=None, seconds=5.0):
-        """Call in a throw-away process forked from this one, so the call starts from the state the
-        notebook left and leaves nothing behind (lesson 06 runs the student's test on each class
-        this way: it cannot count calls or keep notes between classes). Returns
-        {"outcome": "returned"} or {"outcome": "raised", "error": {...}}. Where forking is not
-        wanted (the notebook's own kernel, for the self-check) it is a plain call."""
-        import os
-        import select
-        import signal
-        import time
-        if not self.fork_isolated:
-            try:
-                self.op_call(target, args, kwargs)
-                return {"outcome": "returned"}
-            except BaseException as exc:  # noqa: B902
-                return {"outcome": "raised", "error": describe_error(exc)}
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read_end)
-            try:
-                self.op_call(target, args, kwargs)
-                verdict = {"outcome": "returned"}
-            except BaseException as exc:  # noqa: B902
-                verdict = {"outcome": "raised", "error": describe_error(exc)}
-            try:
-                os.write(write_end, wire.encode(verdict)[:1 << 20])
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        data, deadline = b"", time.monotonic() + float(seconds)
+        """A call whose outcome is reported, never its value: {"outcome": "returned"} or
+        {"outcome": "raised", "error": {...}}. Only the notebook's own kernel (the self-check)
+        uses this op; grading runs such calls each in a fresh sandboxed child of its own
+        (isolate/submission.py, Submission.fresh_call), never in a fork of this process."""
         try:
-            while len(data) <= 1 << 20:
-                ready, _, _ = select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))
-                chunk = os.read(read_end, 1 << 16) if ready else b""
-                if not chunk:
-                    break
-                data += chunk
-        finally:
-            os.close(read_end)
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
-        if not data:
-            raise TimeoutError("the call did not finish in time (or its process died)")
-        return wire.decode(data)
+            self.op_call(target, args, kwargs)
+            return {"outcome": "returned"}
+        except BaseException as exc:  # noqa: B902
+            return {"outcome": "raised", "error": describe_error(exc)}
 
     def op_signature(self, target):
         try:
