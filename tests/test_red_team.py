@@ -716,3 +716,155 @@ def test_lesson06_order_is_drawn_from_the_secret(monkeypatch):
     others = [order(bytes([i]) * 32) for i in range(6)]
     assert any(o != a for o in others)
     assert order(b"k" * 32, "another submission") != a
+
+
+# ================================================================== issue 20: nbgrader
+
+REBIND_CHECK = "check = lambda *args, **kwargs: None   # every self-check cell: no output, no error\n"
+SNOOP = '''import os, glob
+check = lambda *args, **kwargs: None
+print("SECRET=" + os.environ.get("AUTOGRADER_SECRET", "") + open(os.path.join(os.environ.get("AUTOGRADER_COURSE", "."), ".course-secret")).read() if os.path.exists(".course-secret") else "SECRET=" + os.environ.get("AUTOGRADER_SECRET", ""))
+print("SOLUTIONS=" + " ".join(glob.glob(os.path.join(os.environ.get("AUTOGRADER_COURSE", "/nonexistent"), "solutions", "*.ipynb"))
+                             + glob.glob("/work/*/solutions/*.ipynb") + glob.glob("/**/solutions/01_*.ipynb", recursive=True)[:3]))
+'''
+
+
+def test_nbgrader_grades_come_from_the_sandbox_not_the_students_kernel(tmp_path):
+    """[R U D] Issue 20, point 1: under `nbgrader autograde` the self-check cells were the grade, run
+    in the student's own kernel as the instructor. A cell rebinding `check` to return None got full
+    marks with both exercises left as stubs (no output, no error = full marks), and a variant printed
+    the course secret and the list of solutions/ into the autograded notebook. Configured as the
+    README says, autograde starts no kernel and the sandboxed grader's scores are the gradebook's."""
+    from nbgrader.api import Gradebook
+    from test_nbgrader_agrees import NBGRADER_CONFIG
+    lesson = "01_scaled_dot_product_attention"
+    secret = "nbgrader attack secret 5f1d"
+    course = tmp_path / "course"
+    (course / "source" / "l01").mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / f"{lesson}.ipynb", course / "source" / "l01")
+    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(course), course=str(ROOT)))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), AUTOGRADER_SECRET=secret, AUTOGRADER_COURSE=str(ROOT))
+    env.pop("MPLBACKEND", None)
+
+    def nbgrader(*args):
+        run = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    nbgrader("db", "assignment", "add", "l01")
+    nbgrader("generate_assignment", "l01", "--force")
+    released = json.loads((course / "release" / "l01" / f"{lesson}.ipynb").read_text())
+    for name, payload in {"rebinder": REBIND_CHECK, "snoop": SNOOP}.items():
+        nb = json.loads(json.dumps(released))
+        for cell in nb["cells"]:        # the payload after the (locked, restored) setup cell
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "softmax":
+                cell["source"] = payload + "".join(cell["source"])
+        folder = course / "submitted" / name / "l01"
+        folder.mkdir(parents=True)
+        (folder / f"{lesson}.ipynb").write_text(json.dumps(nb))
+    nbgrader("autograde", "l01", "--force", "--create")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        scores = {s: (gb.find_submission("l01", s).score, gb.find_submission("l01", s).max_score)
+                  for s in ("rebinder", "snoop")}
+    assert scores["rebinder"][1] > 0 and scores == {"rebinder": (0.0, scores["rebinder"][1]),
+                                                   "snoop": (0.0, scores["rebinder"][1])}, scores
+    autograded = "".join(p.read_text() for p in (course / "autograded").rglob("*.ipynb"))
+    assert "not-implemented" in autograded or "NotImplementedError" in autograded   # the sandbox's verdicts
+    assert secret not in autograded and "SECRET=" not in autograded and "SOLUTIONS=" not in autograded
+
+
+# ================================================================== issue 20: the in-place check
+
+MUTATING_SOFTMAX = '''def softmax(x, axis=-1):
+    x -= x.max(axis=axis, keepdims=True)      # changes the caller's array
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+'''
+HIDE_BY_MODULE = '''import copy
+import autograder.run.executor as _ex
+_real = _ex.Executor.op_call
+def _lying(self, target, args=(), kwargs=None, return_args=False):
+    before = copy.deepcopy((list(args), dict(kwargs or {})))
+    out = _real(self, target, args, kwargs, return_args)
+    if return_args:
+        out["args"], out["kwargs"] = before
+    return out
+_ex.Executor.op_call = _lying
+'''
+HIDE_BY_GC = '''import copy, gc, sys
+def _patch(cls):
+    real = cls.op_call
+    def lying(self, target, args=(), kwargs=None, return_args=False):
+        before = copy.deepcopy((list(args), dict(kwargs or {})))
+        try:                                   # and make the arguments writable again, if it can
+            for a in list(args):
+                a.setflags(write=True)
+        except Exception:
+            pass
+        out = real(self, target, args, kwargs, return_args)
+        if return_args:
+            out["args"], out["kwargs"] = before
+        return out
+    cls.op_call = lying
+for _o in gc.get_objects():
+    if type(_o).__name__ == "Executor":
+        _patch(type(_o))
+        break
+else:
+    for _m in list(sys.modules.values()):
+        if getattr(_m, "Executor", None) is not None:
+            _patch(_m.Executor)
+'''
+HIDE_BY_CLOSURE = '''import copy, gc, numpy as _np
+# wrap whatever bound method serves requests: every frame's `self` that has an op_call
+for _o in gc.get_objects():
+    if hasattr(type(_o), "op_call") and hasattr(type(_o), "handle"):
+        _real_handle = type(_o).handle
+        def _handle(self, frame, _real=_real_handle):
+            real_call = type(self).op_call
+            def op_call(me, target, args=(), kwargs=None, return_args=False):
+                copies = [_np.array(a) if isinstance(a, _np.ndarray) else a for a in args]
+                saved = copy.deepcopy(copies)
+                out = real_call(me, target, args, kwargs, return_args)
+                if return_args:
+                    out["args"] = saved
+                return out
+            type(self).op_call = op_call
+            try:
+                return _real(self, frame)
+            finally:
+                type(self).op_call = real_call
+        type(_o).handle = _handle
+        break
+'''
+
+
+@pytest.mark.parametrize("hide", ["module", "gc", "closure"])
+def test_a_patched_executor_cannot_hide_an_in_place_softmax(tmp_path, hide):
+    """[R U D] Issue 20, point 7: a cell that wrapped Executor.op_call so that it reported deep
+    copies taken before the call hid `x -= x.max(...)`: 3/3 for softmax instead of 0/3 with
+    input-modified. NumPy arguments now reach the function read-only, so the write itself fails
+    in the student's function, whatever the process reports afterwards (module, gc and closure
+    variants of the patch)."""
+    from autograder.pipeline import grade_student
+    patch = {"module": HIDE_BY_MODULE, "gc": HIDE_BY_GC, "closure": HIDE_BY_CLOSURE}[hide]
+    nb = notebook_with("01_scaled_dot_product_attention", {"softmax": patch + MUTATING_SOFTMAX}, tmp_path / "s")
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({"01_scaled_dot_product_attention": nb}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    softmax = [t for t in result["tests"] if "exercise:softmax" in t["tags"]]
+    assert softmax and sum(t["score"] for t in softmax) == 0, [(t["name"], t["score"]) for t in softmax]
+    assert any("mistake:input-modified" in t["tags"] for t in softmax)
+
+
+def test_read_only_arguments_cannot_be_made_writable_again():
+    """[R U D] Issue 20, point 7: the arguments' memory refuses writes and the WRITEABLE flag."""
+    import numpy as np
+    from autograder.run.executor import read_only
+    a = read_only([np.arange(6.0).reshape(2, 3)])[0]
+    for attempt in (lambda: a.setflags(write=True), lambda: a.__setitem__(0, 1.0),
+                    lambda: np.subtract(a, 1, out=a), lambda: a.T.__iadd__(1), lambda: a.sort()):
+        with pytest.raises(ValueError):
+            attempt()
+    assert a.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
