@@ -389,7 +389,8 @@ def test_nbgrader_releases_the_kit_and_grades_with_the_course(kit_dir, tmp_path)
     released = course / "release" / "l01"
     lines = solution_lines()
     assert not [line for text in text_files(released).values() for line in lines if line in text]
-    assert (released / "autograder" / "recorded.py").exists() and not (released / "autograder" / "mutants.py").exists()
+    assert (released / "autograder" / "grading" / "recorded.py").exists()
+    assert not (released / "autograder" / "diagnose" / "fingerprints.py").exists()
     assert {p.relative_to(released / "autograder") for p in (released / "autograder").rglob("*") if p.is_file()} \
         == {p.relative_to(kit_dir / "autograder") for p in (kit_dir / "autograder").rglob("*")
             if p.is_file() and "__pycache__" not in p.parts}

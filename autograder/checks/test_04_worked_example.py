@@ -126,7 +126,7 @@ def check_keys(student, reference, keys):
     for key in keys:
         expect_array(np.asarray(got[key]) if isinstance(got[key], list) else got[key], expected[key],
                      call=f"worked_example()['{key}']" + (" (graded with other X and W matrices in place of the "
-                                                         "setup cell's)" if getattr(reference, "_hidden_inputs", False) else ""),
+                                                         "setup cell's)" if vars(reference).get("_hidden_inputs") else ""),
                      mutants=example_mutants(reference, key))
 
 
