@@ -871,3 +871,29 @@ def test_read_only_arguments_cannot_be_made_writable_again():
         with pytest.raises(ValueError):
             attempt()
     assert a.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+@pytest.mark.parametrize("payload", [
+    "[click](javascript:alert(1))", "<https://evil.example/>", "https://evil.example/x", "<!-- hidden -->",
+    "&lt;img src=x onerror=alert(1)&gt;", "| a | b |\n|---|---|\n| 1 | 2 |", "# forged heading",
+    "![x](https://evil.example/pixel.png)", "**Score: 55 / 55**", "~~~\n<script>alert(1)</script>\n~~~",
+    "\\<img src=x onerror=alert(1)\\>", "`" * 40 + "\n<img src=x onerror=alert(1)>"])
+def test_feedback_notes_and_names_render_as_text(payload):
+    """[R U D] Issue 20, point 6, more payloads: a student's folder name, a note about their files
+    and a check's output render as the text they are (no link, image, heading, table, comment,
+    entity or tag of theirs) with nbconvert's Markdown renderer."""
+    import re
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    from autograder.report.results import feedback_markdown
+    result = {"score": 1.0, "max_score": 2.0, "output": payload,
+              "tests": [{"name": "01_scaled_dot_product_attention: softmax rows sum to one", "score": 0.0,
+                         "max_score": 1.0, "status": "failed", "output": payload,
+                         "tags": ["lesson:01_scaled_dot_product_attention", "exercise:softmax"]},
+                        {"name": "01_scaled_dot_product_attention: other", "score": 1.0, "max_score": 1.0,
+                         "status": "passed", "output": "", "tags": ["lesson:01_scaled_dot_product_attention",
+                                                                   "exercise:scaled_dot_product_attention"]}]}
+    page = markdown2html_mistune(feedback_markdown(payload.splitlines()[0], result))
+    outside = re.sub(r"<pre>.*?</pre>", "", page, flags=re.S)
+    for tag in ("<a ", "<img", "<script", "<table", "<!--", "<h1 id=\"forged", "<strong>Score: 55"):
+        assert tag not in outside.replace('<a class="anchor-link"', ""), (tag, outside)
+    assert len(re.findall(r"<h1", page)) == 1 and outside.count("<strong>Score:") == 1

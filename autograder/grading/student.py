@@ -97,7 +97,7 @@ def _call(submission, target, label, args, kwargs):
     # function that writes into them raises there, whatever the process reports afterwards, and
     # that is input-modified. Torch tensors cannot be made read-only: for them (and as a second
     # look) our arguments are compared with the copies the process sends back after the call,
-    # which only its honesty vouches for (see the README's security notes).
+    # which only its honesty vouches for (README, "For instructors").
     try:
         reply = submission.request("call", target=target, args=_unwrap(list(args)),
                                    kwargs=_unwrap(dict(kwargs)), return_args=True)
