@@ -33,11 +33,12 @@ def _names(source: str) -> tuple[set[str], set[str]]:
 
 
 def definition_cells(cells: list) -> list:
-    """The cells that make up the student's definitions: the setup cell, the graded cells, the
-    student's own cells, and the lesson's demo cells that bind a name one of those reads
-    (transitively); in notebook order."""
+    """The cells that make up the student's definitions: the setup cell, the graded cells, and
+    every other cell (the student's own or a lesson demo) that binds a name one of those reads,
+    transitively, or star-imports; in notebook order. A slow experiment that defines nothing
+    the graded code uses is not run again for every fresh call."""
     names = [_names(c.source) for c in cells]
-    keep = [c.kind != "lesson" for c in cells]
+    keep = [c.kind in ("setup", "graded") or "import *" in c.source for c in cells]
     changed = True
     while changed:
         changed = False
@@ -152,12 +153,11 @@ class Submission:
 
     def fresh_call(self, target, args, seconds: float) -> dict:
         """Call `target` in a child of its own, spawned for this call alone: the student's
-        definitions (the setup cell, the graded cells and the student's own cells up to the
-        exercise's checkpoint; not the lesson's demo cells) run in it first, then the call, then
+        definitions (definition_cells, up to the exercise's checkpoint) run in it first, then the call, then
         it is ended with everything it started. It shares no memory, no scratch folder and no
         process with the notebook's child or with another fresh call (lesson 06 runs the student's
-        test on each class this way). A demo cell of the lesson runs only when it defines a name
-        the student's cells use (a helper such as lesson 06's copy_into_torch). {"outcome": "returned"} or {"outcome": "raised", "error"}."""
+        test on each class this way). Other cells run only when they define a name the graded
+        code uses (see definition_cells). {"outcome": "returned"} or {"outcome": "raised", "error"}."""
         upto = self.program.checkpoints.get(self.exercise, len(self.program.cells))
         cells = definition_cells(self.program.cells[:upto])
         child = self.sandbox.spawn()
