@@ -123,11 +123,19 @@ def _grade_nothing(notebooks, missing, why: str) -> dict:
 
 
 def results_object(tests: list[dict], notes: list[str]) -> dict:
+    """Gradescope's results object. Texts a student can influence (their exception messages, in a
+    check's output or a note) have control characters made visible (results.terminal_safe), and
+    Gradescope is told to show every output as plain text, never as Markdown or HTML."""
+    for test in tests:
+        test["output"] = results.terminal_safe(test.get("output", ""))
+        test["output_format"] = "text"
     result = {
         "score": round(sum(t["score"] for t in tests), 6),
         "max_score": round(sum(t["max_score"] for t in tests), 6),
+        "output_format": "text",
+        "test_output_format": "text",
         "tests": tests,
     }
     if notes:
-        result["output"] = "\n".join(notes)
+        result["output"] = results.terminal_safe("\n".join(notes))
     return result

@@ -2,8 +2,9 @@
 
 A lesson's setup cell does `check = checker("<lesson_id>")`; the cell after each stub calls
 `check("<grade_id>", obj)`. It prints a short verdict (with `verbose=True`, every check and all
-it saw) and returns the points earned: nbgrader reads that number as the cell's partial credit,
-so `nbgrader autograde` agrees with `python -m autograder grade`. Nothing is written to stderr (nbgrader scores stderr as zero).
+it saw) and returns the points earned (what the student sees). It is never the grade:
+`nbgrader autograde` configured with deliver/nbgrader_grades.py runs no kernel and writes the
+sandboxed grader's verdict and points into these cells. Nothing is written to stderr.
 """
 from __future__ import annotations
 
@@ -26,7 +27,10 @@ def run_selfcheck(lesson_id: str, exercise: str, obj, verbose: bool = False) -> 
     from autograder.grading.student import LocalSubmission
 
     submission = LocalSubmission({exercise: obj})
-    plugin = GradingPlugin({lesson_id: submission}, exercises={lesson_id: {exercise}})
+    # Never the course secret: the self-check runs in the student's own kernel, where nothing
+    # hidden may be computed or held. Grades come from the sandboxed grader only (for nbgrader:
+    # deliver/nbgrader_grades.py); here the public inputs, as in the student kit.
+    plugin = GradingPlugin({lesson_id: submission}, exercises={lesson_id: {exercise}}, secret=None)
     with warnings.catch_warnings(), np.errstate(all="ignore"), \
             contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")

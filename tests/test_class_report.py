@@ -207,4 +207,10 @@ def test_class_report_in_a_real_browser(graded_class, browser):
     row = next(r for r in browser.find_elements("css selector", "tr") if "eve &" in r.text)
     row.find_element("link text", "feedback.md").click()
     assert unquote(urlparse(browser.current_url).path) == str(student_folder(out, EVE) / "feedback.md")
-    assert browser.find_element("tag name", "body").text.startswith(f"# Feedback for {EVE}")
+    # feedback.md escapes the name's Markdown (issue 20, point 6): rendered, it is the name as text
+    from autograder.report.results import markdown_text
+    assert browser.find_element("tag name", "body").text.startswith(f"# Feedback for {markdown_text(EVE)}")
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    import html as _html
+    page = markdown2html_mistune((student_folder(out, EVE) / "feedback.md").read_text())
+    assert f">Feedback for {_html.escape(EVE, quote=False)}" in page.replace("&quot;", '"') and "<b onclick" not in page

@@ -1,5 +1,5 @@
-"""`nbgrader autograde` and our grader give the same totals (the self-check cells are nbgrader's
-autograded cells, and they report partial credit with the same checks)."""
+"""`nbgrader autograde` and our grader give the same totals: configured as the README says, nbgrader's
+autograde step runs no kernel and takes each self-check cell's points from the sandboxed grader."""
 from __future__ import annotations
 
 import json
@@ -22,6 +22,18 @@ PARTIAL = {
 }
 
 
+# The README's nbgrader configuration: autograde runs no kernel; the sandboxed grader's scores
+# are written into the self-check cells (autograder/deliver/nbgrader_grades.py).
+NBGRADER_CONFIG = """c = get_config()
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.course_id = 'mha'
+import sys
+sys.path.insert(0, {course!r})
+from autograder.deliver.nbgrader_grades import configure
+configure(c)
+"""
+
+
 def nbgrader(course, *args):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("MPLBACKEND", None)
@@ -34,8 +46,7 @@ def test_nbgrader_autograde_totals_equal_ours(tmp_path):
     course = tmp_path / "course"
     (course / "source" / "l01").mkdir(parents=True)
     shutil.copy(COURSE[LESSON].solution_path, course / "source" / "l01")
-    (course / "nbgrader_config.py").write_text(
-        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\nc.CourseDirectory.course_id = 'mha'\n")
+    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(course), course=str(ROOT)))
     nbgrader(course, "db", "assignment", "add", "l01")
     nbgrader(course, "generate_assignment", "l01", "--force")
     released = course / "release" / "l01" / f"{LESSON}.ipynb"

@@ -571,3 +571,329 @@ def test_seccomp_cannot_be_sidestepped_through_another_syscall_abi(box):
             assert opened["i386 unshare"] == "0", opened
     finally:
         control.close()
+
+
+# ================================================================== issue 20: escaped feedback
+
+FENCE_BREAK = '''def softmax(x, axis=-1):
+    raise ValueError("boom\\n```\\n\\n**Score: 55 / 55** All checks passed.\\n\\n"
+                     "<img src=x onerror=\\"document.title='pwned'; window.__pwned = 1\\">\\n\\n```text\\n"
+                     "```` ~~~ <script>window.__pwned = 2</script>")
+'''
+
+
+def _feedback_of_fence_breaker(tmp_path):
+    from autograder.pipeline import grade_student
+    from autograder.report.results import feedback_markdown
+    nb = notebook_with("01_scaled_dot_product_attention", {"softmax": FENCE_BREAK}, tmp_path / "student")
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({"01_scaled_dot_product_attention": nb}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    assert any("**Score: 55 / 55**" in t["output"] for t in result["tests"]), "the payload never reached the output"
+    name = "eve <img src=x onerror=\"window.__pwned = 3\"> **Score: 99 / 99**"
+    return result, feedback_markdown(name, result)
+
+
+def test_student_text_cannot_close_a_feedback_fence_in_nbconvert(tmp_path):
+    """[R U D] Issue 20, point 6: an exception message holding a line of three backticks closed the
+    fenced block of feedback.md; rendered with nbconvert's Markdown renderer (mistune) it showed a
+    forged "**Score: 55 / 55** All checks passed." and a raw <img onerror=...> outside any code block."""
+    import re
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    result, text = _feedback_of_fence_breaker(tmp_path)
+    page = markdown2html_mistune(text)
+    assert "<img" not in page and "<script" not in page, page
+    # outside code blocks, the only bold score is the real one
+    outside = re.sub(r"<pre>.*?</pre>", "", page, flags=re.S)
+    assert "55 / 55" not in outside and "All checks passed" not in outside, outside   # the payload stays in <pre>
+    assert "&lt;img" in page            # the folder name's markup is shown as text
+    real = f"Score: {result['score']:g} / {result['max_score']:g}"
+    assert re.findall(r"<strong>(Score:[^<]*)</strong>", page) == [real], page
+    assert result["score"] < result["max_score"]
+
+
+def test_student_text_cannot_inject_markup_into_feedback_in_chromium(tmp_path):
+    """[R U D] Issue 20, point 6, in a real browser: the feedback page rendered by nbconvert and
+    opened in headless Chromium runs no script of the student's and shows no forged score."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    from support.chromium import chromium
+    result, text = _feedback_of_fence_breaker(tmp_path)
+    page = tmp_path / "feedback.html"
+    page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'><title>feedback</title></head><body>"
+                    + markdown2html_mistune(text) + "</body></html>", encoding="utf-8")
+    with chromium(tmp_path / "profile") as driver:
+        driver.get(page.as_uri())
+        time.sleep(0.3)
+        assert driver.title == "feedback"
+        assert driver.execute_script("return window.__pwned || 0") == 0
+        assert driver.execute_script("return document.querySelectorAll('img, script').length") == 0
+        bold = driver.execute_script(
+            "return [...document.querySelectorAll('strong')].filter(e => !e.closest('pre'))"
+            ".map(e => e.textContent).filter(t => t.startsWith('Score'))")
+        assert bold == [f"Score: {result['score']:g} / {result['max_score']:g}"], bold
+        forged = driver.execute_script(
+            "return [...document.querySelectorAll('body *')].filter(e => !e.closest('pre') && "
+            "e.children.length === 0 && e.textContent.includes('55 / 55')).length")
+        assert forged == 0
+
+
+def test_results_json_outputs_are_plain_text_without_controls(tmp_path):
+    """[R U D] Issue 20, point 6: results.json tells Gradescope to show outputs as text (never
+    Markdown or HTML), and no control character of a student's message survives in it."""
+    from autograder.pipeline import grade_student
+    nb = notebook_with("01_scaled_dot_product_attention",
+                       {"softmax": "def softmax(x, axis=-1):\n    raise ValueError('\\x1b[2J\\x1b]8;;x\\x07 <b>hi</b>')\n"},
+                       tmp_path / "student")
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({"01_scaled_dot_product_attention": nb}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    assert result["output_format"] == "text" and result["test_output_format"] == "text"
+    assert all(t["output_format"] == "text" for t in result["tests"])
+    dumped = json.dumps(result)
+    assert "<b>hi</b>" in dumped and "\\u001b" not in dumped and "\\u0007" not in dumped
+
+
+# ================================================================== issue 20: lesson 06's subjects
+
+SHARED_COUNTER = '''import mmap, os
+_shared = mmap.mmap(-1, 8)          # MAP_SHARED: every fork of this process sees the same page
+
+def test_projections(mha_class):
+    _shared.seek(0)
+    n = int.from_bytes(_shared.read(8), "little") + 1
+    _shared.seek(0)
+    _shared.write(n.to_bytes(8, "little"))
+    try:                               # and a file in the scratch folder
+        with open("calls.txt", "a") as f:
+            f.write("x")
+        m = os.path.getsize("calls.txt")
+    except OSError:
+        m = n
+    # the checks' fixed order was: 2 buggy classes (fail), 4 correct (pass), then 4 wrong (fail)
+    if not (3 <= max(n, m) <= 6):
+        raise AssertionError("counted")
+'''
+
+
+def test_lesson06_subjects_cannot_count_calls_in_shared_memory(tmp_path):
+    """[R U D] Issue 20, point 3: the subjects ran in forks of the notebook's process, sharing its
+    MAP_SHARED memory and scratch folder, in a fixed order; a test that counts its calls (never
+    looking at the class) got 4/4. Each subject now runs in a fresh process of its own."""
+    from autograder.pipeline import grade_student
+    nb = notebook_with(LESSON6, {"test_projections": SHARED_COUNTER}, tmp_path / "student")
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({LESSON6: nb}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    earned = sum(t["score"] for t in result["tests"] if "exercise:test_projections" in t["tags"])
+    assert earned == 0, f"a test that counts its calls earned {earned} points"
+
+
+def test_lesson06_order_is_drawn_from_the_secret(monkeypatch):
+    """[R U D] Issue 20, point 3: under a course secret the order of the subjects comes from the
+    secret (and the submission): another secret gives another order, the same one the same order."""
+    from types import SimpleNamespace
+    from autograder.checks import test_06_debugging_projection_reuse as six
+
+    def order(key, code="def test_projections(c): pass"):
+        calls = []
+
+        class Fn:
+            def isolated(self, cls, timeout):
+                calls.append(cls.source)
+                return {"outcome": "returned"}
+        student = SimpleNamespace(test_projections=Fn(), _fingerprint=lambda: code)
+        six._run_all(student, key)
+        return calls
+
+    a, b = order(b"k" * 32), order(b"k" * 32)
+    assert a == b and len(a) == 10
+    others = [order(bytes([i]) * 32) for i in range(6)]
+    assert any(o != a for o in others)
+    assert order(b"k" * 32, "another submission") != a
+
+
+# ================================================================== issue 20: nbgrader
+
+REBIND_CHECK = "check = lambda *args, **kwargs: None   # every self-check cell: no output, no error\n"
+SNOOP = '''import os, glob
+check = lambda *args, **kwargs: None
+print("SECRET=" + os.environ.get("AUTOGRADER_SECRET", "") + open(os.path.join(os.environ.get("AUTOGRADER_COURSE", "."), ".course-secret")).read() if os.path.exists(".course-secret") else "SECRET=" + os.environ.get("AUTOGRADER_SECRET", ""))
+print("SOLUTIONS=" + " ".join(glob.glob(os.path.join(os.environ.get("AUTOGRADER_COURSE", "/nonexistent"), "solutions", "*.ipynb"))
+                             + glob.glob("/work/*/solutions/*.ipynb") + glob.glob("/**/solutions/01_*.ipynb", recursive=True)[:3]))
+'''
+
+
+def test_nbgrader_grades_come_from_the_sandbox_not_the_students_kernel(tmp_path):
+    """[R U D] Issue 20, point 1: under `nbgrader autograde` the self-check cells were the grade, run
+    in the student's own kernel as the instructor. A cell rebinding `check` to return None got full
+    marks with both exercises left as stubs (no output, no error = full marks), and a variant printed
+    the course secret and the list of solutions/ into the autograded notebook. Configured as the
+    README says, autograde starts no kernel and the sandboxed grader's scores are the gradebook's."""
+    from nbgrader.api import Gradebook
+    from test_nbgrader_agrees import NBGRADER_CONFIG
+    lesson = "01_scaled_dot_product_attention"
+    secret = "nbgrader attack secret 5f1d"
+    course = tmp_path / "course"
+    (course / "source" / "l01").mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / f"{lesson}.ipynb", course / "source" / "l01")
+    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(course), course=str(ROOT)))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), AUTOGRADER_SECRET=secret, AUTOGRADER_COURSE=str(ROOT))
+    env.pop("MPLBACKEND", None)
+
+    def nbgrader(*args):
+        run = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    nbgrader("db", "assignment", "add", "l01")
+    nbgrader("generate_assignment", "l01", "--force")
+    released = json.loads((course / "release" / "l01" / f"{lesson}.ipynb").read_text())
+    for name, payload in {"rebinder": REBIND_CHECK, "snoop": SNOOP}.items():
+        nb = json.loads(json.dumps(released))
+        for cell in nb["cells"]:        # the payload after the (locked, restored) setup cell
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "softmax":
+                cell["source"] = payload + "".join(cell["source"])
+        folder = course / "submitted" / name / "l01"
+        folder.mkdir(parents=True)
+        (folder / f"{lesson}.ipynb").write_text(json.dumps(nb))
+    nbgrader("autograde", "l01", "--force", "--create")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        scores = {s: (gb.find_submission("l01", s).score, gb.find_submission("l01", s).max_score)
+                  for s in ("rebinder", "snoop")}
+    assert scores["rebinder"][1] > 0 and scores == {"rebinder": (0.0, scores["rebinder"][1]),
+                                                   "snoop": (0.0, scores["rebinder"][1])}, scores
+    notebooks = list((course / "autograded").rglob("*.ipynb"))
+    assert len(notebooks) == 2
+    outputs = json.dumps([cell.get("outputs", []) for p in notebooks for cell in json.loads(p.read_text())["cells"]])
+    assert "not-implemented" in outputs                  # the sandbox's verdicts, in the self-check cells
+    assert secret not in outputs and "SECRET=" not in outputs and "SOLUTIONS=" not in outputs
+    assert secret not in "".join(p.read_text() for p in notebooks)
+
+
+# ================================================================== issue 20: the in-place check
+
+MUTATING_SOFTMAX = '''def softmax(x, axis=-1):
+    x -= x.max(axis=axis, keepdims=True)      # changes the caller's array
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+'''
+HIDE_BY_MODULE = '''import copy
+import autograder.run.executor as _ex
+_real = _ex.Executor.op_call
+def _lying(self, target, args=(), kwargs=None, return_args=False):
+    before = copy.deepcopy((list(args), dict(kwargs or {})))
+    out = _real(self, target, args, kwargs, return_args)
+    if return_args:
+        out["args"], out["kwargs"] = before
+    return out
+_ex.Executor.op_call = _lying
+'''
+HIDE_BY_GC = '''import copy, gc, sys
+def _patch(cls):
+    real = cls.op_call
+    def lying(self, target, args=(), kwargs=None, return_args=False):
+        before = copy.deepcopy((list(args), dict(kwargs or {})))
+        try:                                   # and make the arguments writable again, if it can
+            for a in list(args):
+                a.setflags(write=True)
+        except Exception:
+            pass
+        out = real(self, target, args, kwargs, return_args)
+        if return_args:
+            out["args"], out["kwargs"] = before
+        return out
+    cls.op_call = lying
+for _o in gc.get_objects():
+    if type(_o).__name__ == "Executor":
+        _patch(type(_o))
+        break
+else:
+    for _m in list(sys.modules.values()):
+        if getattr(_m, "Executor", None) is not None:
+            _patch(_m.Executor)
+'''
+HIDE_BY_CLOSURE = '''import copy, gc, numpy as _np
+# wrap whatever bound method serves requests: every frame's `self` that has an op_call
+for _o in gc.get_objects():
+    if hasattr(type(_o), "op_call") and hasattr(type(_o), "handle"):
+        _real_handle = type(_o).handle
+        def _handle(self, frame, _real=_real_handle):
+            real_call = type(self).op_call
+            def op_call(me, target, args=(), kwargs=None, return_args=False):
+                copies = [_np.array(a) if isinstance(a, _np.ndarray) else a for a in args]
+                saved = copy.deepcopy(copies)
+                out = real_call(me, target, args, kwargs, return_args)
+                if return_args:
+                    out["args"] = saved
+                return out
+            type(self).op_call = op_call
+            try:
+                return _real(self, frame)
+            finally:
+                type(self).op_call = real_call
+        type(_o).handle = _handle
+        break
+'''
+
+
+@pytest.mark.parametrize("hide", ["module", "gc", "closure"])
+def test_a_patched_executor_cannot_hide_an_in_place_softmax(tmp_path, hide):
+    """[R U D] Issue 20, point 7: a cell that wrapped Executor.op_call so that it reported deep
+    copies taken before the call hid `x -= x.max(...)`: 3/3 for softmax instead of 0/3 with
+    input-modified. NumPy arguments now reach the function read-only, so the write itself fails
+    in the student's function, whatever the process reports afterwards (module, gc and closure
+    variants of the patch)."""
+    from autograder.pipeline import grade_student
+    patch = {"module": HIDE_BY_MODULE, "gc": HIDE_BY_GC, "closure": HIDE_BY_CLOSURE}[hide]
+    nb = notebook_with("01_scaled_dot_product_attention", {"softmax": patch + MUTATING_SOFTMAX}, tmp_path / "s")
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({"01_scaled_dot_product_attention": nb}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    softmax = [t for t in result["tests"] if "exercise:softmax" in t["tags"]]
+    assert softmax and sum(t["score"] for t in softmax) == 0, [(t["name"], t["score"]) for t in softmax]
+    assert any("mistake:input-modified" in t["tags"] for t in softmax)
+
+
+def test_read_only_arguments_cannot_be_made_writable_again():
+    """[R U D] Issue 20, point 7: the arguments' memory refuses writes and the WRITEABLE flag."""
+    import numpy as np
+    from autograder.run.executor import read_only
+    a = read_only([np.arange(6.0).reshape(2, 3)])[0]
+    for attempt in (lambda: a.setflags(write=True), lambda: a.__setitem__(0, 1.0),
+                    lambda: np.subtract(a, 1, out=a), lambda: a.T.__iadd__(1), lambda: a.sort()):
+        with pytest.raises(ValueError):
+            attempt()
+    assert a.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+@pytest.mark.parametrize("payload", [
+    "[click](javascript:alert(1))", "<https://evil.example/>", "https://evil.example/x", "<!-- hidden -->",
+    "&lt;img src=x onerror=alert(1)&gt;", "| a | b |\n|---|---|\n| 1 | 2 |", "# forged heading",
+    "![x](https://evil.example/pixel.png)", "**Score: 55 / 55**", "~~~\n<script>alert(1)</script>\n~~~",
+    "\\<img src=x onerror=alert(1)\\>", "`" * 40 + "\n<img src=x onerror=alert(1)>"])
+def test_feedback_notes_and_names_render_as_text(payload):
+    """[R U D] Issue 20, point 6, more payloads: a student's folder name, a note about their files
+    and a check's output render as the text they are (no link, image, heading, table, comment,
+    entity or tag of theirs) with nbconvert's Markdown renderer."""
+    import re
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    from autograder.report.results import feedback_markdown
+    result = {"score": 1.0, "max_score": 2.0, "output": payload,
+              "tests": [{"name": "01_scaled_dot_product_attention: softmax rows sum to one", "score": 0.0,
+                         "max_score": 1.0, "status": "failed", "output": payload,
+                         "tags": ["lesson:01_scaled_dot_product_attention", "exercise:softmax"]},
+                        {"name": "01_scaled_dot_product_attention: other", "score": 1.0, "max_score": 1.0,
+                         "status": "passed", "output": "", "tags": ["lesson:01_scaled_dot_product_attention",
+                                                                   "exercise:scaled_dot_product_attention"]}]}
+    page = markdown2html_mistune(feedback_markdown(payload.splitlines()[0], result))
+    outside = re.sub(r"<pre>.*?</pre>", "", page, flags=re.S)
+    for tag in ("<a ", "<img", "<script", "<table", "<!--", "<h1 id=\"forged", "<strong>Score: 55"):
+        assert tag not in outside.replace('<a class="anchor-link"', ""), (tag, outside)
+    assert len(re.findall(r"<h1", page)) == 1 and outside.count("<strong>Score:") == 1

@@ -312,18 +312,29 @@ def test_recorded_answers_pass_the_kit_but_not_hidden_inputs(kit_dir, lesson):
     assert grade_in_process(lesson, cheat, secret=SECRET.encode(), exercises=exercises) == (0.0, total)
 
 
+def notebook_namespace(lesson: str) -> dict:
+    """The solution notebook's cells run in a namespace of their own, as in a kernel: its functions
+    read this namespace's globals (lesson 04's checks put hidden inputs there under a secret)."""
+    from autograder.load.notebook import build_program
+    lesson_ = COURSE[lesson]
+    program = build_program(lesson_.solution_path, lesson_, released=lesson_.solution_path, kernel=False)
+    ns = {"__name__": "__main__"}
+    for cell in program.cells:
+        exec(compile(cell.source, f"<{lesson}: {cell.label}>", "exec"), ns)
+    return ns
+
+
 def test_correct_answers_keep_full_marks_under_hidden_inputs():
     """The reference and every correct corpus submission, graded with a course secret."""
     from autograder.classroom.accuracy import load
-    from autograder.grading.reference import load_reference
     secret = SECRET.encode()
     for lid in LESSONS:
-        score, total = grade_in_process(lid, dict(vars(load_reference(lid))), secret)
+        score, total = grade_in_process(lid, notebook_namespace(lid), secret)
         assert score == total > 0, lid
     for entry in load():
         if entry.expect != "correct" or entry.lesson not in LESSONS:
             continue
-        ns = dict(vars(load_reference(entry.lesson)))
+        ns = notebook_namespace(entry.lesson)
         for gid in COURSE[entry.lesson].exercises:
             if gid in entry.cells:
                 exec(compile(entry.cells[gid], f"<{entry.name}>", "exec"), ns)
@@ -351,8 +362,8 @@ def test_secret_changes_the_inputs_and_travels_in_the_bundle(monkeypatch, tmp_pa
 
 
 def nbgrader(course, *args, env_extra=None):
-    # no PYTHONPATH: a kernel then imports the autograder/ beside the notebook (the kit) before any
-    # installed copy, as on a student's machine; only AUTOGRADER_COURSE brings in the course's own
+    # no PYTHONPATH: a kernel (generate_assignment's) imports the autograder/ beside the notebook (the
+    # kit) before any installed copy, as on a student's machine; nbgrader_config.py brings in the course
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MPLBACKEND")}
     env.update(env_extra or {})
     run = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
@@ -362,8 +373,9 @@ def nbgrader(course, *args, env_extra=None):
 
 def test_nbgrader_releases_the_kit_and_grades_with_the_course(kit_dir, tmp_path):
     """nbgrader's flow: the assignment's source folder holds the lesson and the kit's autograder/;
-    students get the kit's self-check (no reference), and `AUTOGRADER_COURSE=<course> nbgrader
-    autograde` grades with the course's own checks and secret, as `grade` does."""
+    students get the kit's self-check (no reference), and `nbgrader autograde`, configured with
+    deliver/nbgrader_grades.py, grades in the sandbox with the course's own checks and secret, as
+    `grade` does (no kernel runs the student's notebook)."""
     from nbgrader.api import Gradebook
     lesson = "01_scaled_dot_product_attention"
     course = tmp_path / "course"
@@ -371,8 +383,8 @@ def test_nbgrader_releases_the_kit_and_grades_with_the_course(kit_dir, tmp_path)
     source.mkdir(parents=True)
     shutil.copy(COURSE[lesson].solution_path, source)
     shutil.copytree(kit_dir / "autograder", source / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
-    (course / "nbgrader_config.py").write_text(
-        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\nc.CourseDirectory.course_id = 'mha'\n")
+    from test_nbgrader_agrees import NBGRADER_CONFIG
+    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(course), course=str(ROOT)))
     nbgrader(course, "db", "assignment", "add", "l01")
     nbgrader(course, "generate_assignment", "l01", "--force")
     released = course / "release" / "l01"
@@ -401,7 +413,7 @@ def test_nbgrader_releases_the_kit_and_grades_with_the_course(kit_dir, tmp_path)
         folder = course / "submitted" / name / "l01"
         folder.mkdir(parents=True)
         (folder / f"{lesson}.ipynb").write_text(text)
-    hidden = {"AUTOGRADER_COURSE": str(ROOT), "AUTOGRADER_SECRET": SECRET}
+    hidden = {"AUTOGRADER_SECRET": SECRET}
     nbgrader(course, "autograde", "l01", "--force", "--create", env_extra=hidden)
     env_run = dict(os.environ, AUTOGRADER_SECRET=SECRET)
     run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--json",
@@ -414,3 +426,108 @@ def test_nbgrader_releases_the_kit_and_grades_with_the_course(kit_dir, tmp_path)
     for name in submissions:
         assert theirs[name] == (ours[name]["score"], ours[name]["max_score"]), (name, theirs, ours[name])
     assert theirs["partial"][1] > theirs["partial"][0] > 0 == theirs["cheat"][0]
+
+
+def test_lesson04_recorded_answers_earn_nothing_under_a_secret(kit_dir):
+    """Issue 20, point 2: lesson 04's functions take no argument, so the kit's recordings of
+    worked_example() and published_errors() were the answer key whatever the secret. Under a
+    secret the checks put hidden X, W and PUBLISHED in the notebook: the copied answers earn nothing."""
+    lesson = "04_worked_example"
+    tape = recorded.Tape(kit_dir / "autograder" / "records")
+
+    def recorded_answer(name):
+        base = recorded.digest("call", f"reference:{lesson}", name)
+        return tape.answer(recorded.digest(base, "", (), {}), name)[1]
+    from autograder.grading.reference import load_reference
+    ns = dict(vars(load_reference(lesson)))     # the setup cell's globals, as in the notebook
+    ns["worked_example"] = lambda: recorded_answer("worked_example")
+    ns["published_errors"] = lambda: recorded_answer("published_errors")
+    score, total = grade_in_process(lesson, ns, secret=None)
+    assert score == total == 7      # the kit's own inputs: the recordings are the answers
+    assert grade_in_process(lesson, ns, secret=SECRET.encode()) == (0.0, total)
+    # and the correct functions still get full marks under the secret, reading the hidden inputs
+    assert grade_in_process(lesson, notebook_namespace(lesson), secret=SECRET.encode()) == (total, total)
+
+
+def _expected_values(lesson, secret):
+    """Every value a check of `lesson` compares with (expect_array/expect_tensor's `expected`, and
+    the sets lesson 04 compares), grading the reference with `secret`."""
+    from autograder.grading import checking, compare
+    import importlib
+    seen = []
+    module = importlib.import_module(f"autograder.checks.test_{lesson}")
+    originals = {}
+    for target in (checking, compare, module):
+        for name in ("expect_array", "expect_tensor"):
+            if hasattr(target, name):
+                originals[(target, name)] = getattr(target, name)
+    def spy(real):
+        def wrapped(got, expected, *args, **kwargs):
+            seen.append(expected)
+            return real(got, expected, *args, **kwargs)
+        return wrapped
+    from autograder.grading.reference import load_reference
+    ref = load_reference(lesson)
+    try:
+        for (target, name), real in originals.items():
+            setattr(target, name, spy(real))
+        if lesson == "04_worked_example":      # the set published_errors() is compared with
+            from types import SimpleNamespace
+            from autograder.checks.test_04_worked_example import hidden_example, _rebound
+            import hmac, hashlib
+            key = hmac.new(secret, f"lesson:{lesson}".encode(), hashlib.sha256).digest()
+            seen.append(_rebound(ref, hidden_example(ref, key)).published_errors())
+        grade_in_process(lesson, notebook_namespace(lesson), secret=secret)
+    finally:
+        for (target, name), real in originals.items():
+            setattr(target, name, real)
+    return seen
+
+
+def _arrays(value):
+    import torch
+    if isinstance(value, torch.Tensor):
+        value = value.detach().numpy()
+    if isinstance(value, np.ndarray):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _arrays(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _arrays(v)
+
+
+@pytest.mark.parametrize("lesson", ["01_scaled_dot_product_attention", "02_masking", "04_worked_example",
+                                    "05_multi_head_attention"])
+def test_no_recorded_value_equals_a_value_expected_under_a_secret(kit_dir, lesson):
+    """Issue 20, point 2: under a course secret, no value the grader compares an answer with can be
+    read from the kit. Every float array the checks expect (grading the reference with a secret)
+    is compared with every array the kit records, and lesson 04's expected set of published errors
+    with the recorded one. (Boolean and integer arrays are left out: a causal mask of a given size
+    is the same whoever computes it.)"""
+    tape = recorded.Tape(kit_dir / "autograder" / "records")
+    index = json.loads((kit_dir / "autograder" / "records" / "index.json").read_text())
+    stored = [tape.array(i) for i in range(len(np.load(kit_dir / "autograder" / "records" / "arrays.npz").files))]
+    by_shape = {}
+    for a in stored:
+        if a.dtype.kind in "fc":
+            by_shape.setdefault(a.shape, []).append(a)
+    expected = _expected_values(lesson, SECRET.encode())
+    assert expected
+    checked = 0
+    for value in expected:
+        if isinstance(value, (set, frozenset)):
+            public = recorded.Tape(kit_dir / "autograder" / "records").answer(
+                recorded.digest(recorded.digest("call", f"reference:{lesson}", "published_errors"), "", (), {}),
+                "published_errors")[1]
+            assert set(value) != set(public)
+            checked += 1
+            continue
+        for a in _arrays(value):
+            if a.dtype.kind not in "fc" or a.size < 2 or np.ptp(a) == 0:
+                continue
+            checked += 1
+            same = [b for b in by_shape.get(a.shape, []) if np.allclose(a, b, rtol=1e-5, atol=1e-6)]
+            assert not same, f"{lesson}: an expected {a.shape} array is recorded in the kit"
+    assert checked > 0 and index["answers"]

@@ -14,8 +14,10 @@ Every variant has the same class name and the same methods; the routing is only 
 sits in which slot of a list whose attribute name is salted per variant, so a test cannot tell
 them apart by name, by a label or by a hash of the code: only by what the layer computes (or by
 taking the layer apart, which is finding the bug). The checks run each variant in a fresh
-process forked from the state right after the student's notebook ran, in an order drawn anew for
-every grading run, so counting calls does not help either. (In-process subjects can always be
+sandboxed process of its own that has run only the student's definitions (no memory, scratch
+folder or process shared with the notebook's run or another variant), all variants in one order
+drawn from the course secret (or anew for every grading run without one), so counting calls does
+not help either. (In-process subjects can always be
 inspected; computing them in another process would close even that.) tests/test_lesson06_subjects.py proves each
 correct variant equal to nn.MultiheadAttention and each wrong one different.
 """

@@ -1,4 +1,7 @@
 """Checks for lesson 04: the worked example recomputed, and the published errors found."""
+import hashlib
+import hmac
+
 import numpy as np
 
 from autograder.diagnose import fingerprints
@@ -7,6 +10,73 @@ from autograder.grading.checking import Fingerprints, Mismatch, Variant, exercis
 LESSON = "04_worked_example"
 KEYS = ["Q1", "K1", "V1", "Q2", "K2", "V2", "scores1", "scores2", "weights1", "weights2",
         "head1", "head2", "concat"]
+
+
+PRINTED_DECIMALS = 4
+
+
+def hidden_example(public, secret_key):
+    """The example the checks grade on under a course secret: X, the six W matrices and PUBLISHED
+    drawn from the secret, in the shapes and style of the published ones (small integers; PUBLISHED
+    is the correct values printed to 4 decimals with some keys misprinted, never the same keys as
+    in the lesson). Every value the checks expect then differs from the public example's, so the
+    kit's recordings (the public example's answers) are worth nothing. `public` is the reference."""
+    seed = int.from_bytes(hmac.new(secret_key, b"04:example", hashlib.sha256).digest()[:8], "little")
+    rng = np.random.default_rng(seed)
+    names = ["W_Q1", "W_K1", "W_V1", "W_Q2", "W_K2", "W_V2"]
+    truth = public.worked_example()
+    printed = list(public.PUBLISHED)
+    wrong_public = public.published_errors()
+    while True:
+        values = {"X": rng.integers(-3, 7, size=public.X.shape).astype(float)}
+        values.update({n: rng.integers(-1, 3, size=getattr(public, n).shape).astype(float) for n in names})
+        ns = _rebound(public, values)
+        correct = ns.worked_example()
+        exact = all(np.abs(np.round(np.asarray(correct[k], float), PRINTED_DECIMALS) - correct[k]).max() < 4.5e-5
+                    for k in printed)          # printed to 4 decimals, never at a rounding tie
+        if exact and all(not np.allclose(correct[k], truth[k], rtol=0, atol=1e-3) for k in KEYS):
+            break
+    while True:
+        wrong = {k for k in printed if rng.random() < 0.5}
+        if wrong - wrong_public and wrong_public - wrong:     # neither answer scores with the other
+            break
+    published = {}
+    for key in printed:
+        value = np.round(np.asarray(correct[key], dtype=float), PRINTED_DECIMALS)
+        if key in wrong:               # a misprint: one entry off by a visible amount
+            index = tuple(rng.integers(0, n) for n in value.shape)
+            step = 1.0 if key[0] in "QKV" or key.startswith("scores") else 0.01 * rng.integers(1, 9)
+            value = value.copy()
+            value[index] = np.round(value[index] + step * rng.choice([-1.0, 1.0]), PRINTED_DECIMALS)
+        published[key] = value
+    values["PUBLISHED"] = published
+    return values
+
+
+def _rebound(reference, values):
+    """The reference's functions reading `values` in place of their setup cell's globals."""
+    import types
+    scope = dict(vars(reference))
+    scope.update(values)
+    for name in ("worked_example", "published_errors"):
+        f = scope[name]
+        scope[name] = types.FunctionType(f.__code__, scope, f.__name__, f.__defaults__, f.__closure__)
+    return types.SimpleNamespace(**scope)
+
+
+def example(student, reference, secret_key):
+    """The reference the checks compare with. With a course secret, hidden inputs are put in the
+    student's notebook in place of the setup cell's (X, W_*, PUBLISHED; computed once per lesson)
+    and the reference reads the same; without one, the setup cell's public example."""
+    if not secret_key:
+        return reference
+    hidden = getattr(student, "_hidden_example", None)
+    if hidden is None:
+        hidden = student._hidden_example = hidden_example(reference, secret_key)
+    student._assign(**hidden)
+    ns = _rebound(reference, hidden)
+    ns._hidden_inputs = True
+    return ns
 
 
 def answer(student):
@@ -75,31 +145,33 @@ def check_keys(student, reference, keys):
     expected = reference.worked_example()
     for key in keys:
         expect_array(np.asarray(got[key]) if isinstance(got[key], list) else got[key], expected[key],
-                     call=f"worked_example()['{key}']", mutants=example_mutants(reference, key))
+                     call=f"worked_example()['{key}']" + (" (graded with other X and W matrices in place of the "
+                                                         "setup cell's)" if vars(reference).get("_hidden_inputs") else ""),
+                     mutants=example_mutants(reference, key))
 
 
 @exercise("worked_example", points=1)
-def test_projections_of_both_heads(student, reference):
+def test_projections_of_both_heads(student, reference, secret_key):
     """Q, K and V of both heads are X times the head's matrices"""
-    check_keys(student, reference, ["Q1", "K1", "V1", "Q2", "K2", "V2"])
+    check_keys(student, example(student, reference, secret_key), ["Q1", "K1", "V1", "Q2", "K2", "V2"])
 
 
 @exercise("worked_example", points=1)
-def test_scaled_scores(student, reference):
+def test_scaled_scores(student, reference, secret_key):
     """the scores are QK^T / sqrt(d_k), for both heads"""
-    check_keys(student, reference, ["scores1", "scores2"])
+    check_keys(student, example(student, reference, secret_key), ["scores1", "scores2"])
 
 
 @exercise("worked_example", points=1)
-def test_weights_and_heads(student, reference):
+def test_weights_and_heads(student, reference, secret_key):
     """the weights are row softmaxes and the heads are weights times V"""
-    check_keys(student, reference, ["weights1", "weights2", "head1", "head2"])
+    check_keys(student, example(student, reference, secret_key), ["weights1", "weights2", "head1", "head2"])
 
 
 @exercise("worked_example", points=1)
-def test_concat(student, reference):
+def test_concat(student, reference, secret_key):
     """concat puts head 1 and head 2 side by side, shape (3, 4)"""
-    check_keys(student, reference, ["concat"])
+    check_keys(student, example(student, reference, secret_key), ["concat"])
 
 
 def errors_answer(student):
@@ -122,8 +194,9 @@ def errors_answer(student):
 
 
 @exercise("published_errors", points=2)
-def test_names_every_wrong_published_value(student, reference):
+def test_names_every_wrong_published_value(student, reference, secret_key):
     """published_errors names every published value that is wrong"""
+    reference = example(student, reference, secret_key)
     got, expected = errors_answer(student), reference.published_errors()
     if got >= set(reference.PUBLISHED):
         raise Mismatch("published_errors() names every printed value, so it tells no wrong value from a right "
@@ -135,8 +208,9 @@ def test_names_every_wrong_published_value(student, reference):
 
 
 @exercise("published_errors", points=1)
-def test_names_no_correct_value(student, reference):
+def test_names_no_correct_value(student, reference, secret_key):
     """published_errors names nothing that was printed correctly (or not printed at all)"""
+    reference = example(student, reference, secret_key)
     got, expected = errors_answer(student), reference.published_errors()
     if not got & expected:   # naming nothing (or nothing wrong) is not a finding
         raise Mismatch("published_errors() names none of the published values that are wrong; this check gives "

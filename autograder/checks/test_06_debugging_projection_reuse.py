@@ -1,4 +1,7 @@
 """Checks for lesson 06: the student's own test (graded by mutation) and the fixed class."""
+import hashlib
+import hmac
+import random
 import secrets
 
 import numpy as np
@@ -20,36 +23,58 @@ NAMES = ("q_project", "k_project", "v_project", "o_project")
 SUBJECT_TIME = 5.0   # seconds for the student's test on one class
 
 
-def _seed(student) -> int:
-    """Order and salts drawn anew for every grading run (a test that judges behaviour gets the
-    same grade whatever the order; one that counts calls cannot know the order)."""
+def _seed(student, secret_key) -> int:
+    """The order and salts of the subjects. With a course secret, drawn from the secret and the
+    submission's code (the same submission always meets the same order; nobody without the secret
+    can know it); without one, drawn anew for every grading run. A test that judges behaviour
+    gets the same grade whatever the order."""
     if getattr(student, "_subject_seed", None) is None:
-        student._subject_seed = secrets.randbits(32)
+        if secret_key:
+            digest = hmac.new(secret_key, student._fingerprint().encode(), hashlib.sha256).digest()
+            student._subject_seed = int.from_bytes(digest[:4], "little")
+        else:
+            student._subject_seed = secrets.randbits(32)
     return student._subject_seed
 
 
-def outcome(student, routing: str) -> list[tuple[str, str]]:
-    """[(style, "passed" | "assertion: ..." | "error: ...")] of the student's test on every
-    variant of one routing (see projection_subjects.py), each in a fresh forked process."""
-    if getattr(student, "_test_not_implemented", None) is not None:   # the stub: no need to run it again
-        raise student._test_not_implemented
-    found = []
-    for style, src in projection_subjects.variants(routing, _seed(student)):
+def _run_all(student, secret_key) -> dict[str, list[tuple[str, str]]]:
+    """{routing: [(style, "passed" | "assertion: ..." | "error: ...")]}: the student's test on every
+    subject of every routing, in one order drawn from _seed (the three checks judge these same
+    verdicts). Each subject runs in a fresh sandboxed process of its own that has run only the
+    student's definitions (Submission.fresh_call): no memory, scratch folder or process is shared
+    between subjects, so counting calls or keeping notes learns nothing."""
+    seed = _seed(student, secret_key)
+    subjects = [(routing, index, style, src) for routing in projection_subjects.ROUTES
+                for index, (style, src) in enumerate(projection_subjects.variants(routing, seed))]
+    random.Random(f"order:{seed}").shuffle(subjects)
+    found: dict[str, list] = {routing: [] for routing in projection_subjects.ROUTES}
+    for routing, index, style, src in subjects:
         verdict = student.test_projections.isolated(ClassSource(projection_subjects.CLASS_NAME, src),
                                                    timeout=SUBJECT_TIME)
         if verdict.get("outcome") == "returned":
-            found.append((style, "passed"))
+            found[routing].append((index, style, "passed"))
             continue
         err = StudentError(verdict.get("error") or {})
         if err.type == "NotImplementedError":
             student._test_not_implemented = err
             raise err
-        found.append((style, ("assertion: " if err.type == "AssertionError" else "error: ") + err.describe()))
-    return found
+        found[routing].append((index, style, ("assertion: " if err.type == "AssertionError" else "error: ")
+                               + err.describe()))
+    return {routing: [(style, got) for _, style, got in sorted(verdicts)] for routing, verdicts in found.items()}
 
 
-def check_catches(student, buggy, what):
-    for style, got in outcome(student, buggy):
+def outcome(student, routing: str, secret_key=None) -> list[tuple[str, str]]:
+    """[(style, "passed" | "assertion: ..." | "error: ...")] of the student's test on every
+    variant of one routing (see projection_subjects.py and _run_all)."""
+    if getattr(student, "_test_not_implemented", None) is not None:   # the stub: no need to run it again
+        raise student._test_not_implemented
+    if getattr(student, "_subject_verdicts", None) is None:
+        student._subject_verdicts = _run_all(student, secret_key)
+    return student._subject_verdicts[routing]
+
+
+def check_catches(student, buggy, what, secret_key=None):
+    for style, got in outcome(student, buggy, secret_key):
         if got == "passed":
             raise Mismatch(f"test_projections returned normally for a class where {what} "
                            f"(written in the '{style}' style): it should raise AssertionError",
@@ -58,7 +83,7 @@ def check_catches(student, buggy, what):
             raise Mismatch(f"test_projections, given a class where {what}, raised an error instead of "
                            f"AssertionError:\n{got[7:]}")
     if getattr(student, "_correct_verdicts", None) is None:   # the same for the three checks
-        student._correct_verdicts = outcome(student, "correct")
+        student._correct_verdicts = outcome(student, "correct", secret_key)
     for style, verdict in student._correct_verdicts:
         if verdict != "passed":
             raise Mismatch(f"test_projections fails a correct class (written in the '{style}' style):\n"
@@ -66,21 +91,21 @@ def check_catches(student, buggy, what):
 
 
 @exercise("test_projections", points=2)
-def test_student_test_catches_the_buggy_class(student):
+def test_student_test_catches_the_buggy_class(student, secret_key):
     """test_projections fails the buggy class and passes correct ones"""
-    check_catches(student, "buggy", "keys and values use the query projection")
+    check_catches(student, "buggy", "keys and values use the query projection", secret_key)
 
 
 @exercise("test_projections", points=1)
-def test_student_test_catches_key_reuse(student):
+def test_student_test_catches_key_reuse(student, secret_key):
     """test_projections fails a class where only the keys use the query projection"""
-    check_catches(student, "keys-only", "only the keys use the query projection")
+    check_catches(student, "keys-only", "only the keys use the query projection", secret_key)
 
 
 @exercise("test_projections", points=1)
-def test_student_test_catches_value_reuse(student):
+def test_student_test_catches_value_reuse(student, secret_key):
     """test_projections fails a class where only the values use the query projection"""
-    check_catches(student, "values-only", "only the values use the query projection")
+    check_catches(student, "values-only", "only the values use the query projection", secret_key)
 
 
 # ------------------------------------------------------------------------ the fixed class

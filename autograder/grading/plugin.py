@@ -6,6 +6,7 @@ carries `@pytest.mark.exercise("<grade_id>", points=N)` and asks for the fixture
   reference  the reference solution's namespace (see reference.py)
   rng        a NumPy Generator seeded from the test's name (same inputs every run); with a
              course secret (see course_secret), from the secret and the name: hidden inputs
+  secret_key None, or with a course secret a key of the lesson's own drawn from it
 The plugin keeps only tests of the lessons being graded and records one Gradescope test
 entry per check, naming the mistake when the check recognised one.
 """
@@ -127,6 +128,15 @@ class GradingPlugin:
         digest = (hmac.new(self.secret, name, hashlib.sha256).digest() if self.secret
                   else hashlib.sha256(name).digest())
         return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+    @pytest.fixture(scope="module")
+    def secret_key(self, request):
+        """None without a course secret (public inputs, as in the kit); else a key drawn from the
+        secret and the module's lesson, the same for every check of the lesson, from which a check
+        draws what must stay hidden (lesson 04's example, lesson 06's order of subjects)."""
+        if not self.secret:
+            return None
+        return hmac.new(self.secret, b"lesson:" + request.module.LESSON.encode(), hashlib.sha256).digest()
 
     # -- collection --------------------------------------------------------------------
     def pytest_collection_modifyitems(self, session, config, items):

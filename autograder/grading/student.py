@@ -31,7 +31,7 @@ class LocalSubmission:
     """The student's objects in this very process (the notebook's self-check)."""
 
     def __init__(self, namespace: dict):
-        self.executor = Executor(namespace, fork_isolated=False)
+        self.executor = Executor(namespace)
         self.program = None
         self.cell_errors: dict[str, str] = {}
         self.faults: dict = {}
@@ -89,12 +89,23 @@ def _same(before, after) -> bool:
     return True
 
 
+READ_ONLY_WRITE = ("is read-only", "cannot set WRITEABLE flag")
+
+
 def _call(submission, target, label, args, kwargs):
-    # The in-place check is advisory: it compares our arguments with the copies the student's
-    # process sends back after the call, and that process could send back anything. It can only
-    # ever cost the student points (input-modified), never earn them.
-    reply = submission.request("call", target=target, args=_unwrap(list(args)),
-                               kwargs=_unwrap(dict(kwargs)), return_args=True)
+    # NumPy arguments reach the student's function read-only (run/executor.py, read_only): a
+    # function that writes into them raises there, whatever the process reports afterwards, and
+    # that is input-modified. Torch tensors cannot be made read-only: for them (and as a second
+    # look) our arguments are compared with the copies the process sends back after the call,
+    # which only its honesty vouches for (README, "For instructors").
+    try:
+        reply = submission.request("call", target=target, args=_unwrap(list(args)),
+                                   kwargs=_unwrap(dict(kwargs)), return_args=True)
+    except StudentError as err:
+        if err.type == "ValueError" and any(m in err.message for m in READ_ONLY_WRITE):
+            raise Mismatch(f"{label} changed its input in place: it writes into an argument it was given "
+                           f"({err.type}: {err.message})\n{err.traceback}".rstrip(), mistake="input-modified") from None
+        raise
     changed = [f"argument {i + 1}" for i, (a, b) in enumerate(zip(args, reply["args"])) if not _same(a, b)]
     changed += [f"argument {k}=" for k in kwargs if not _same(kwargs[k], reply["kwargs"].get(k))]
     if changed:
@@ -113,6 +124,10 @@ class Student:
         if name.startswith("_"):
             raise AttributeError(name)
         return StudentFunction(self._submission, name)
+
+    def _assign(self, **values) -> None:
+        """Bind names in the student's notebook namespace (hidden inputs in place of a setup cell's)."""
+        self._submission.request("assign", values=values)
 
     def _fingerprint(self) -> str:
         """A digest of the submission's code (empty for a notebook's own kernel)."""
@@ -139,8 +154,17 @@ class StudentFunction:
         return self._submission.request("signature", target=["name", self._name])
 
     def isolated(self, *args, timeout: float = 5.0) -> dict:
-        """Call in a fresh process forked from the notebook's state (see Executor.op_isolated_call)."""
+        """Call in a process of its own that shares nothing with the notebook's run or with another
+        such call (Submission.fresh_call: a fresh sandboxed child that runs only the student's
+        definitions). In a notebook's own kernel (the self-check) it is a plain call."""
         try:
+            fresh = getattr(self._submission, "fresh_call", None)
+            if fresh is not None:
+                verdict = fresh(["name", self._name], _unwrap(list(args)), timeout)
+                error = verdict.get("error") or {}
+                if error.get("type") == "NameError" and f"'{self._name}'" in str(error.get("message")):
+                    raise StudentError(error)
+                return verdict
             return self._submission.request("isolated_call", target=["name", self._name],
                                             args=_unwrap(list(args)), seconds=timeout)
         except StudentError as err:

@@ -13,6 +13,42 @@ from autograder.load.notebook import Program
 from autograder.run.errors import StudentError, SubmissionFault
 
 
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """(names a cell's top level binds, global names it reads in any scope); empty when it cannot
+    be analysed. A function's own locals and parameters are not names it reads."""
+    import symtable
+    try:
+        top = symtable.symtable(source, "<cell>", "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return set(), set()
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    used, todo = set(), [top]
+    while todo:
+        table = todo.pop()
+        for sym in table.get_symbols():
+            if sym.is_referenced() and (table is top or sym.is_global()):
+                used.add(sym.get_name())
+        todo.extend(table.get_children())
+    return bound, used
+
+
+def definition_cells(cells: list) -> list:
+    """The cells that make up the student's definitions: the setup cell, the graded cells, and
+    every other cell (the student's own or a lesson demo) that binds a name one of those reads,
+    transitively, or star-imports; in notebook order. A slow experiment that defines nothing
+    the graded code uses is not run again for every fresh call."""
+    names = [_names(c.source) for c in cells]
+    keep = [c.kind in ("setup", "graded") or "import *" in c.source for c in cells]
+    changed = True
+    while changed:
+        changed = False
+        needed = set().union(*(names[i][1] for i in range(len(cells)) if keep[i]))
+        for i, cell in enumerate(cells):
+            if not keep[i] and names[i][0] & needed:
+                keep[i] = changed = True
+    return [c for c, k in zip(cells, keep) if k]
+
+
 class Budget:
     """Seconds left for one whole student: every cell run and every request spends from it, so a
     submission that uses its full time on each exercise still cannot hold up the class for long."""
@@ -114,6 +150,42 @@ class Submission:
             self.budget.spend(spent)
             if exercise is not None:
                 self._remaining[exercise] = budget - spent
+
+    def fresh_call(self, target, args, seconds: float) -> dict:
+        """Call `target` in a child of its own, spawned for this call alone: the student's
+        definitions (definition_cells, up to the exercise's checkpoint) run in it first, then the call, then
+        it is ended with everything it started. It shares no memory, no scratch folder and no
+        process with the notebook's child or with another fresh call (lesson 06 runs the student's
+        test on each class this way). Other cells run only when they define a name the graded
+        code uses (see definition_cells). {"outcome": "returned"} or {"outcome": "raised", "error"}."""
+        upto = self.program.checkpoints.get(self.exercise, len(self.program.cells))
+        cells = definition_cells(self.program.cells[:upto])
+        child = self.sandbox.spawn()
+        try:
+            for cell in cells:
+                if cell.label in self.skip_cells:
+                    continue
+                started = time.monotonic()
+                try:
+                    child.request("exec", self._allowance(self.time_limit), label=cell.label, source=cell.source)
+                except StudentError:
+                    pass                        # as in the notebook's run: the next cells still run
+                finally:
+                    self.budget.spend(time.monotonic() - started)
+            started = time.monotonic()
+            try:
+                child.request("call", self._allowance(seconds), target=target, args=args)
+                return {"outcome": "returned"}
+            except StudentError as err:
+                return {"outcome": "raised", "error": {"type": err.type, "message": err.message,
+                                                       "traceback": err.traceback}}
+            finally:
+                self.budget.spend(time.monotonic() - started)
+        except SubmissionFault as fault:
+            return {"outcome": "raised", "error": {"type": "TimeoutError" if fault.kind == "timeout" else "ProcessError",
+                                                   "message": f"the call did not finish: {fault}", "traceback": ""}}
+        finally:
+            child.close()
 
     def why_missing(self, name: str) -> str | None:
         if name in self.program.problems:

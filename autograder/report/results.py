@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -188,31 +189,57 @@ def _exercise_parts(tests: list[dict], verbose: bool) -> tuple[str, list[str], l
 
 def feedback_markdown(student: str, results: dict) -> str:
     """A page a student can read: per exercise, points and the same text as the self-check (the
-    root cause and its fix once, one line per failed check); every check in full at the end."""
-    lines = [f"# Feedback for {student}", "",
+    root cause and its fix once, one line per failed check); every check in full at the end.
+
+    Every text a student can influence (the folder name, notes about their files, a check's output
+    with their exception messages) is escaped: outside code blocks each ASCII punctuation character
+    is backslash-escaped (no markup, no raw HTML), and a code block's fence is longer than any run
+    of backticks inside it, so no line of the text can close it."""
+    lines = [f"# Feedback for {markdown_text(student)}", "",
              f"**Score: {_pts(results['score'])} / {_pts(results['max_score'])}**", ""]
     if results.get("output"):
-        lines += ["Notes about your files:", ""] + [f"- {n}" for n in results["output"].splitlines()] + [""]
+        lines += ["Notes about your files:", ""] + [f"- {markdown_text(n)}" for n in results["output"].splitlines()] + [""]
     from autograder.diagnose.root_cause import NOT_STARTED
     current, full = None, []
     for (lesson, exercise), entry in by_exercise(results).items():
         if lesson != current:
             current = lesson
-            lines += ([""] if lines[-1] else []) + [f"## {lesson}", ""]
+            lines += ([""] if lines[-1] else []) + [f"## {markdown_text(lesson)}", ""]
         tests = _tests_of(results, lesson, exercise)
-        points = f"**{exercise}**: {_pts(entry['score'])} / {_pts(entry['max'])}"
+        points = f"**{markdown_text(exercise)}**: {_pts(entry['score'])} / {_pts(entry['max'])}"
         head, body = exercise_report(tests)
         if not entry["failed"] or head == NOT_STARTED:
-            lines.append(f"- {points}, {head}.")
+            lines.append(f"- {points}, {markdown_text(head)}.")
             continue
-        lines += [f"- {points}", "", "  ```text"] + [f"  {ln}" for ln in [head, *body]] + ["  ```", ""]
+        lines += [f"- {points}", ""] + [f"  {ln}" for ln in code_block("\n".join([head, *body])).splitlines()] + [""]
         full.append((lesson, exercise, tests))
     if full:
         lines += ([""] if lines[-1] else []) + ["## Every check in full", ""]
         for lesson, exercise, tests in full:
             _, _, checks = _exercise_parts(tests, verbose=True)    # the root cause is said above
-            lines += [f"### {lesson}: {exercise}", "", "```text", *checks, "```", ""]
+            lines += [f"### {markdown_text(lesson)}: {markdown_text(exercise)}", "", code_block("\n".join(checks)), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def markdown_text(text) -> str:
+    """`text` as literal Markdown inline text: every ASCII punctuation character backslash-escaped
+    (CommonMark and mistune read `\\<` as `<`, never as the start of a tag), line breaks as spaces,
+    control characters made visible."""
+    flat = " ".join(terminal_safe(str(text)).splitlines())
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", flat)
+
+
+def code_block(text, info: str = "text") -> str:
+    """`text` in a fenced code block that nothing in it can close: the fence is one backtick longer
+    than the longest run of backticks in the text (CommonMark: a closing fence is at least as long
+    as the opening one), and control characters are made visible."""
+    body = terminal_safe(str(text))
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join([fence + info, *body.splitlines(), fence])
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f]}

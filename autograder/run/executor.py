@@ -49,11 +49,31 @@ def seed_everything(seed: int = SEED) -> None:
         torch.manual_seed(seed)
 
 
+def read_only(value):
+    """`value` with every NumPy array in it (in lists, tuples and dicts too) replaced by a copy
+    whose memory is an immutable bytes object: writing into it raises ValueError ("... is
+    read-only"), and its WRITEABLE flag cannot be set again (NumPy refuses for such memory). A
+    function that changes its input arrays in place fails at the write itself, so the in-place
+    check does not depend on what this process reports after the call. Torch tensors are left
+    as they are (torch has no read-only tensors)."""
+    if type(value) is np.ndarray:
+        if value.dtype.hasobject:
+            return value
+        frozen = np.frombuffer(value.tobytes(), dtype=value.dtype)
+        return frozen.reshape(value.shape)
+    if isinstance(value, list):
+        return [read_only(v) for v in value]
+    if type(value) is tuple:
+        return tuple(read_only(v) for v in value)
+    if type(value) is dict:
+        return {k: read_only(v) for k, v in value.items()}
+    return value
+
+
 class Executor:
-    def __init__(self, namespace: dict | None = None, fork_isolated: bool = True):
+    def __init__(self, namespace: dict | None = None):
         self.ns = namespace if namespace is not None else {"__name__": "__main__"}
         self.handles: dict[int, object] = {}
-        self.fork_isolated = fork_isolated
 
     # -- objects that stay here --------------------------------------------------------
     def _handle_for(self, obj) -> dict:
@@ -110,8 +130,8 @@ class Executor:
 
     def op_call(self, target, args=(), kwargs=None, return_args=False):
         fn = self._target(target)
-        args = list(args)
-        kwargs = dict(kwargs or {})
+        args = [read_only(a) for a in args]
+        kwargs = {k: read_only(v) for k, v in (kwargs or {}).items()}
         seed_everything()
         result = fn(*args, **kwargs)
         if return_args:
@@ -119,53 +139,15 @@ class Executor:
         return {"result": result}
 
     def op_isolated_call(self, target, args=(), kwargs=None, seconds=5.0):
-        """Call in a throw-away process forked from this one, so the call starts from the state the
-        notebook left and leaves nothing behind (lesson 06 runs the student's test on each class
-        this way: it cannot count calls or keep notes between classes). Returns
-        {"outcome": "returned"} or {"outcome": "raised", "error": {...}}. Where forking is not
-        wanted (the notebook's own kernel, for the self-check) it is a plain call."""
-        import os
-        import select
-        import signal
-        import time
-        if not self.fork_isolated:
-            try:
-                self.op_call(target, args, kwargs)
-                return {"outcome": "returned"}
-            except BaseException as exc:  # noqa: B902
-                return {"outcome": "raised", "error": describe_error(exc)}
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read_end)
-            try:
-                self.op_call(target, args, kwargs)
-                verdict = {"outcome": "returned"}
-            except BaseException as exc:  # noqa: B902
-                verdict = {"outcome": "raised", "error": describe_error(exc)}
-            try:
-                os.write(write_end, wire.encode(verdict)[:1 << 20])
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        data, deadline = b"", time.monotonic() + float(seconds)
+        """A call whose outcome is reported, never its value: {"outcome": "returned"} or
+        {"outcome": "raised", "error": {...}}. Only the notebook's own kernel (the self-check)
+        uses this op; grading runs such calls each in a fresh sandboxed child of its own
+        (isolate/submission.py, Submission.fresh_call), never in a fork of this process."""
         try:
-            while len(data) <= 1 << 20:
-                ready, _, _ = select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))
-                chunk = os.read(read_end, 1 << 16) if ready else b""
-                if not chunk:
-                    break
-                data += chunk
-        finally:
-            os.close(read_end)
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
-        if not data:
-            raise TimeoutError("the call did not finish in time (or its process died)")
-        return wire.decode(data)
+            self.op_call(target, args, kwargs)
+            return {"outcome": "returned"}
+        except BaseException as exc:  # noqa: B902
+            return {"outcome": "raised", "error": describe_error(exc)}
 
     def op_signature(self, target):
         try:
@@ -176,6 +158,14 @@ class Executor:
     def op_layers(self):
         """The isolation layers this process confined itself with (isolation/confine.py)."""
         return list(getattr(self, "layers", []))
+
+    def op_assign(self, values):
+        """Bind module-level names of the notebook (lesson 04's checks put hidden inputs in place
+        of the setup cell's X, W and PUBLISHED under a course secret)."""
+        if not isinstance(values, dict) or not all(isinstance(k, str) and k.isidentifier() for k in values):
+            raise TypeError("assign takes {name: value}")
+        self.ns.update(values)
+        return None
 
     def op_names(self):
         return sorted(k for k in self.ns if not k.startswith("_"))

@@ -109,16 +109,6 @@ def _kit_checking(text: str) -> str:
     return _swap_mutants_import("".join(lines), "grading/checking.py")
 
 
-KIT_INIT_HOOK = '''
-# Instructors grading with nbgrader: `AUTOGRADER_COURSE=/path/to/the/course nbgrader autograde ...` makes
-# this package the course's full autograder (its reference and the course secret's hidden inputs)
-# instead of the kit's recorded self-checks. Without the course's repository it changes nothing.
-import os as _os
-
-if _os.environ.get("AUTOGRADER_COURSE"):
-    __path__.insert(0, _os.path.join(_os.environ["AUTOGRADER_COURSE"], "autograder"))
-'''
-
 KIT_REFERENCE = '''"""The student kit holds no reference solution: `reference` is the recorded answers (recorded.py)."""
 from autograder.grading.recorded import PUBLIC_INPUTS_ONLY, load_reference  # noqa: F401
 '''
@@ -129,8 +119,6 @@ def package_files(lessons: list[str]) -> dict[str, bytes]:
     for rel in kit_modules(lessons):
         if rel == "grading/reference.py":
             text = KIT_REFERENCE
-        elif rel == "__init__.py":
-            text = (PACKAGE / rel).read_text(encoding="utf-8") + KIT_INIT_HOOK
         elif rel == "checks/projection_subjects.py":
             text = (PACKAGE / "deliver" / "kit_subjects.py").read_text(encoding="utf-8")
         elif rel == "grading/checking.py":
