@@ -6,7 +6,8 @@ system (Debian's `bubblewrap`). Inside, the worker has:
 
   * its own PID, network, IPC, UTS and cgroup namespaces (no view of the grader's processes, no
     network at all), and is PID 1, so the kernel ends every process in it when it stops;
-  * a filesystem of its own: the Python installation and /usr read-only, the grader's modules
+  * a filesystem of its own: the Python installation (wherever it lives: a venv inside the course
+    folder is shown, the course around it is not; see python_paths) and /usr read-only, the grader's modules
     that run student code (executor, wire format, worker, confine) read-only under /opt, a fresh
     /tmp and /dev, a private /proc. Not the course folder, not the class folder, not the home
     folder, not the host's /tmp;
