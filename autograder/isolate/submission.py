@@ -34,7 +34,8 @@ class Budget:
 
 
 BUDGET_SPENT = "not run: the time budget for this whole submission ran out (see the note above)"
-MAX_RESTARTS = 10   # cells that hang or stop the worker, per notebook, before the rest is given up
+MAX_RESTARTS = 10   # cells that may hang or stop the worker, per notebook, before the student's own
+                    # cells after them are no longer run
 
 
 class Submission:
@@ -52,7 +53,8 @@ class Submission:
         self._remaining: dict[str, float] = {}
         self.executed = 0                         # cells of the program run in the current child
         self.target = len(program.cells)          # cells to run before the current exercise
-        self.gave_up: str | None = None           # why no more cells run (too many restarts)
+        self.gave_up: str | None = None           # why the student's own cells stopped running
+        self.scratch_cutoff = len(program.cells)  # the student's own cells from here on are not run
 
     def _timed(self, action):
         """Run `action` (start or end a child): the time it takes is the student's."""
@@ -78,8 +80,6 @@ class Submission:
     def _run_until(self, target: int):
         restarts = len(self.skip_cells)
         while True:
-            if self.gave_up:
-                raise SubmissionFault("crash", self.gave_up)
             if self.child is None or not self.child.alive or self.executed > target:
                 self._close_child()
                 if self.budget.left <= 0:
@@ -89,7 +89,7 @@ class Submission:
             restart = False
             for index in range(self.executed, target):
                 cell = self.program.cells[index]
-                if cell.label in self.skip_cells:
+                if cell.label in self.skip_cells or (cell.kind == "scratch" and index >= self.scratch_cutoff):
                     self.executed = index + 1
                     continue
                 if self.budget.left <= 0:
@@ -121,10 +121,12 @@ class Submission:
                 self.cell_errors[cell.label] = f"running the cell {what}"
                 self.skip_cells.add(cell.label)
                 restarts += 1
-                if restarts > MAX_RESTARTS:
-                    self.gave_up = (f"not run: {restarts} cells of this notebook hung or stopped the worker "
-                                    f"process; the cells after {cell.label} were not run")
-                    raise SubmissionFault("crash", self.gave_up)
+                if restarts >= MAX_RESTARTS and self.scratch_cutoff > index:
+                    # each restart runs the notebook again: from here on, only the lesson's own
+                    # cells and the graded ones run, so hostile cells cannot respawn it without end
+                    self.scratch_cutoff = index
+                    self.gave_up = (f"{restarts} cells hung or stopped the worker process; your own cells "
+                                    f"after {cell.label} were not run (the lesson's and the graded cells were)")
                 restart = True   # run everything again without that cell, as if it were cut
                 break
             if not restart:
