@@ -85,11 +85,16 @@ def cmd_grade(args) -> int:
               "student code could read and change anything you can. Run `python -m autograder doctor` "
               "for details, or pass --unsafe-no-sandbox if every submission is trusted.", file=sys.stderr)
         return USAGE_ERROR
-    results = grade_many(students, jobs=args.jobs, time_limit=args.time_limit,
-                         memory_limit=args.memory_limit, out_dir=Path(args.out) if args.out else None,
-                         show=lambda text: print(terminal_safe(text)), progress=kind == "class",
-                         allow_unsandboxed=args.unsafe_no_sandbox, brief=args.brief,
-                         verbose=args.verbose)
+    from autograder.run.errors import SandboxUnavailable
+    try:
+        results = grade_many(students, jobs=args.jobs, time_limit=args.time_limit,
+                             memory_limit=args.memory_limit, out_dir=Path(args.out) if args.out else None,
+                             show=lambda text: print(terminal_safe(text)), progress=kind == "class",
+                             allow_unsandboxed=args.unsafe_no_sandbox, brief=args.brief,
+                             verbose=args.verbose)
+    except SandboxUnavailable as exc:
+        print(terminal_safe(f"error: nothing was graded: {exc}"), file=sys.stderr)
+        return USAGE_ERROR
     if args.json:
         from autograder.report.results import write_json
         data = results if kind == "class" else next(iter(results.values()))

@@ -99,6 +99,13 @@ def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tupl
         for sub in submissions.values():
             sub.close()
     notes.extend(f"autograder error (not the student's fault): {e}" for e in plugin.internal_errors)
+    if budget.ran_out_at is not None:   # said once, however many exercises it cost
+        notes.append(f"the time budget of {budget.total:g} s for this whole submission ran out "
+                     f"({budget.ran_out_at}): nothing of it ran after that, and every exercise not graded "
+                     "by then failed")
+    for lesson_id, sub in submissions.items():
+        if getattr(sub, "gave_up", None):
+            notes.append(f"{lesson_id}: {sub.gave_up}")
     for lesson_id, sub in submissions.items():   # a cell cut for its time (or memory) is named
         for label in sorted(getattr(sub, "skip_cells", ())):
             notes.append(f"{lesson_id}: {label}: {sub.cell_errors.get(label, 'was skipped')}; the cells after it "

@@ -897,3 +897,192 @@ def test_feedback_notes_and_names_render_as_text(payload):
     for tag in ("<a ", "<img", "<script", "<table", "<!--", "<h1 id=\"forged", "<strong>Score: 55"):
         assert tag not in outside.replace('<a class="anchor-link"', ""), (tag, outside)
     assert len(re.findall(r"<h1", page)) == 1 and outside.count("<strong>Score:") == 1
+
+
+# ================================================================== the grader's own time and memory
+
+def _lesson01_with(tmp_path, before: list[str], name: str = "s") -> dict:
+    """Lesson 01's solution with `before` code cells inserted above its first graded cell."""
+    nb = json.loads((ROOT / "solutions" / "01_scaled_dot_product_attention.ipynb").read_text())
+    first = next(i for i, c in enumerate(nb["cells"]) if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    nb["cells"][first:first] = [{"cell_type": "code", "metadata": {}, "source": src, "outputs": [],
+                                 "execution_count": None} for src in before]
+    folder = tmp_path / name
+    folder.mkdir()
+    path = folder / "01_scaled_dot_product_attention.ipynb"
+    path.write_text(json.dumps(nb))
+    return {"01_scaled_dot_product_attention": path}
+
+
+def test_a_spent_budget_runs_nothing_more_and_is_said_once(tmp_path):
+    """[R U D] Review, issue 20 point 5: budget 5 s; one 6 s cell and 400 trivial cells took 18-21 s
+    and 409 worker children (a spent budget cut every later cell, and each cut respawned)."""
+    from autograder.pipeline import grade_student
+    notebooks = _lesson01_with(tmp_path, ["import time\ntime.sleep(6)"] + ["x = 1"] * 400)
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        sandbox.check()
+        spawned = sandbox.spawned
+        started = time.monotonic()
+        result = grade_student(notebooks, sandbox, time_limit=10.0, budget=5.0)
+        took = time.monotonic() - started
+    finally:
+        sandbox.close()
+    assert sandbox.spawned - spawned <= 2, f"{sandbox.spawned - spawned} worker children for a spent budget"
+    assert took < 10, f"grading took {took:.1f} s on a 5 s budget"
+    output = result.get("output", "")
+    assert output.count("time budget of 5 s for this whole submission ran out") == 1, output
+    assert result["score"] == 0 < result["max_score"]
+
+
+def test_cells_that_kill_the_worker_cannot_respawn_it_without_end(tmp_path):
+    """[R U D] Review, issue 20 point 5: 1,500 cells of os._exit(0) added 62 s to a CLI run (every
+    crash respawned the worker and re-ran every cell before it, none of it charged). After
+    MAX_RESTARTS, the student's own cells below stop running; the graded cells still do."""
+    from autograder.isolate.submission import MAX_RESTARTS
+    from autograder.pipeline import grade_student
+    notebooks = _lesson01_with(tmp_path, ["import os\nos._exit(0)"] * 1500)
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        sandbox.check()
+        spawned = sandbox.spawned
+        started = time.monotonic()
+        result = grade_student(notebooks, sandbox, time_limit=10.0)
+        took = time.monotonic() - started
+    finally:
+        sandbox.close()
+    assert sandbox.spawned - spawned <= MAX_RESTARTS + 2, sandbox.spawned - spawned
+    assert took < 30, f"grading took {took:.1f} s"
+    assert "cells hung or stopped the worker process; your own cells after" in result.get("output", ""), \
+        result.get("output")
+    assert result["score"] == result["max_score"] > 0, result.get("output")   # the graded cells still ran
+
+
+def test_the_time_budget_charges_starting_workers(tmp_path):
+    """[R U D] Starting a child is the student's time: with a worker whose spawns take 1 s each, a
+    2 s budget is spent after two of them, however cheap the cells are."""
+    from autograder.isolate.submission import Budget, Submission
+    from autograder.load.notebook import build_program
+    from autograder.course import COURSE
+
+    class SlowSpawns(Sandbox):
+        def spawn(self):
+            time.sleep(1.0)
+            return super().spawn()
+    notebooks = _lesson01_with(tmp_path, ["import os\nos._exit(0)"] * 20)
+    program = build_program(notebooks["01_scaled_dot_product_attention"], COURSE["01_scaled_dot_product_attention"])
+    sandbox = SlowSpawns(memory_bytes=GiB)
+    budget = Budget(2.0)
+    sub = Submission(program, sandbox, 10.0, budget)
+    try:
+        sub.begin_exercise("softmax")
+        with pytest.raises(SubmissionFault):
+            sub.request("call", target=["name", "softmax"])
+    finally:
+        sub.close()
+        sandbox.close()
+    assert budget.left <= 0 and budget.ran_out_at is not None
+    assert sandbox.spawned <= 3, sandbox.spawned
+
+
+GRADER_MEMORY = r"""
+import json, resource, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from autograder.course import COURSE
+from autograder.load.notebook import build_program
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+program = build_program(Path(sys.argv[2]), COURSE["01_scaled_dot_product_attention"])
+grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+print(json.dumps({"grew_mb": grew / 1024, "cells": len(program.cells), "fatal": program.fatal}))
+"""
+
+
+def _bomb(path, elements: int):
+    """A notebook whose one output holds `elements` empty objects: ~22 bytes of memory per byte."""
+    nb = json.loads((ROOT / "solutions" / "01_scaled_dot_product_attention.ipynb").read_text())
+    nb["cells"][0]["outputs"] = [{"output_type": "execute_result", "metadata": {}, "execution_count": 1,
+                                  "data": {"application/json": "BOMB"}}]
+    head, tail = json.dumps(nb).split('"BOMB"')
+    with open(path, "w") as f:
+        f.write(head + "[{}")
+        for _ in range(elements // 100_000):
+            f.write(",{}" * 100_000)
+        f.write("]" + tail)
+
+
+@pytest.mark.parametrize("case", ["one 3 MB cell", "JSON bomb under 2 MB", "JSON bomb of 100 MB",
+                                  "4,000 cells", "a 4 MB cell"])
+def test_reading_a_notebook_costs_the_grader_bounded_memory(tmp_path, case):
+    """[R U D] Review, issue 20 point 4: a 3 MB notebook holding one cell `x = [0, 0, ...]` made
+    the grader peak at 1,652 MB (ast.parse in the grader, no limit). Parsing what a student wrote
+    (the notebook's JSON, its cells' Python) must cost the grader little, whatever the file."""
+    path = tmp_path / "01_scaled_dot_product_attention.ipynb"
+    if case == "JSON bomb under 2 MB":
+        _bomb(path, 600_000)
+    elif case == "JSON bomb of 100 MB":
+        _bomb(path, 33_000_000)
+    else:
+        nb = json.loads((ROOT / "solutions" / "01_scaled_dot_product_attention.ipynb").read_text())
+        extra = {"one 3 MB cell": ["x = [" + "0, " * 1_000_000 + "]\n"],
+                 "4,000 cells": [f"y{i} = {i}" for i in range(4000)],
+                 "a 4 MB cell": ["x = (" + "a+" * 2_000_000 + "a)\n"]}[case]
+        nb["cells"] += [{"cell_type": "code", "metadata": {}, "source": src, "outputs": [], "execution_count": None}
+                        for src in extra]
+        path.write_text(json.dumps(nb))
+    run = subprocess.run([sys.executable, "-c", GRADER_MEMORY, str(ROOT), str(path)], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout)
+    assert got["grew_mb"] < 100, got
+    if case in ("one 3 MB cell", "JSON bomb under 2 MB", "4,000 cells"):   # still graded
+        assert got["fatal"] is None, got
+
+
+WIRE_MEMORY = r"""
+import json, resource, sys
+sys.path.insert(0, sys.argv[1])
+from autograder.isolate.sandbox import Sandbox, SubmissionFault
+box = Sandbox(memory_bytes=1024 ** 3)
+box.check()
+child = box.spawn()
+try:
+    child.request("exec", 30, label="forge", source=sys.argv[2])
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        child.request("call", 30.0, target=["name", "forge"])
+        outcome = "decoded"
+    except SubmissionFault as fault:
+        outcome = "fault: " + str(fault)
+    grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+finally:
+    child.close()
+    box.close()
+print(json.dumps({"grew_mb": grew, "outcome": outcome}))
+"""
+
+
+@pytest.mark.parametrize("answer", ["8 MB of [] in a forged header", "a 48 MB array"])
+def test_a_huge_answer_on_the_wire_costs_the_grader_bounded_memory(answer):
+    """[R U D] A forged reply of 8 MB of `[],[],...` (within the header limit) cost the grader
+    190 MB to decode (parsed, then rebuilt): past 400 MB with torch loaded. It is refused by its
+    count of values. A large array is read once, into the frame its result is a view of."""
+    if answer.startswith("8 MB"):
+        code = FIND_SOCKET + """
+def forge():
+    s = _grader_socket()
+    header = b'{"value": {"ok": true, "value": [' + b'[],' * 2_700_000 + b'[]]}, "buffers": []}'
+    s.sendall(struct.pack(">Q", len(header)) + header)
+    time.sleep(30)
+"""
+    else:
+        code = "import numpy as np\ndef forge():\n    return np.zeros(6_000_000)\n"
+    run = subprocess.run([sys.executable, "-c", WIRE_MEMORY, str(ROOT), code], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    if answer.startswith("8 MB"):
+        assert got["outcome"].startswith("fault"), got
+        assert got["grew_mb"] < 40, got
+    else:
+        assert got["outcome"] == "decoded" and got["grew_mb"] < 70, got

@@ -56,6 +56,9 @@ def attempt(sandbox, code: str, timeout: float = 20.0):
 
 def test_the_setting_is_the_one_ci_asked_for(box):
     layers = box.check()
+    if os.environ.get("AUTOGRADER_EXPECT_VENV"):   # .ci/run: from a virtual environment in the clone
+        assert Path(sys.prefix) == Path(os.environ["AUTOGRADER_EXPECT_VENV"]) and ROOT in Path(sys.prefix).parents
+    assert not any(layer.startswith("MISSING") for layer in box.describe()) or EXPECT_NO_NAMESPACES, box.describe()
     assert box.namespaces != EXPECT_NO_NAMESPACES, layers
     assert any(layer.startswith("Landlock ABI") for layer in layers), layers
     assert any(layer.startswith("seccomp") for layer in layers), layers
@@ -421,3 +424,161 @@ def softmax(x, axis=-1):
     path = notebook_with(lesson, {"softmax": sloppy}, tmp_path / "s")
     entry = by_exercise(grade({lesson: path}))[(lesson, "softmax")]
     assert entry["score"] < entry["max"], entry
+
+
+# ------------------------------------------------------------------------------ where Python lives
+
+# Run by the interpreter of a virtual environment: the sandbox it starts must be the one this
+# setting allows (namespaces unless refused), hide the course around the venv, and hold its limits.
+FROM_A_VENV = r"""
+import json, os, sys
+sys.path.insert(0, os.environ["COURSE_ROOT"])
+from autograder.isolate.sandbox import Sandbox
+box = Sandbox(memory_bytes=1024 ** 3)
+try:
+    layers = box.check()
+    child = box.spawn()
+    try:
+        child.request("exec", 60, label="attack", source=os.environ["ATTACK"])
+        got = child.request("call", 60, target=["name", "_result"])["result"]
+    finally:
+        child.close()
+    described = box.describe()
+finally:
+    box.close()
+print(json.dumps({"namespaces": box.namespaces, "layers": described, "got": got, "prefix": sys.prefix}))
+"""
+VENV_ATTACK = """
+import os, sys
+RESULT = {}
+def _try(what, action):
+    try:
+        RESULT[what] = "ALLOWED " + str(action())[:80]
+    except Exception as exc:
+        RESULT[what] = "blocked " + type(exc).__name__
+_try("list the course", lambda: [n for n in os.listdir(COURSE) if not n.startswith(".venv")])
+_try("read the answers", lambda: open(SOLUTION).read(10))
+_try("climb out of the venv", lambda: os.listdir(os.path.join(sys.prefix, "..", "solutions")))
+_try("write into the venv", lambda: open(os.path.join(sys.prefix, "planted.pth"), "w").write("import os"))
+RESULT["interpreter"] = "ok" if os.path.exists(os.path.join(sys.prefix, "pyvenv.cfg")) else "missing"
+try:
+    blocks = [bytearray(256 * 1024 ** 2) for _ in range(16)]
+    RESULT["memory"] = "ALLOWED 4 GiB"
+except MemoryError:
+    RESULT["memory"] = "blocked"
+pids = []
+try:
+    for _ in range(2000):
+        pid = os.fork()
+        if pid == 0:
+            import time
+            time.sleep(30)
+            os._exit(0)
+        pids.append(pid)
+    RESULT["fork"] = "ALLOWED 2000"
+except OSError:
+    RESULT["fork"] = "blocked after %d" % len(pids)
+def _result():
+    return RESULT
+"""
+VENV_PLACES = ["inside the course folder", "under /tmp"] if os.access(ROOT, os.W_OK) else ["under /tmp"]
+
+
+@pytest.fixture(params=VENV_PLACES)
+def venv(request, tmp_path):
+    """A virtual environment where instructors make one: in the course folder (python -m venv
+    .venv), or under /tmp. --system-site-packages: it has this Python's packages, as CI's has."""
+    place = ROOT / f".venv-attack-{uuid.uuid4().hex[:8]}" if request.param.startswith("inside") else tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(place)], check=True)
+    place.chmod(0o755)
+    yield place
+    subprocess.run(["rm", "-rf", "--one-file-system", str(place)], check=False)
+
+
+def test_the_sandbox_starts_from_a_virtual_environment_and_hides_the_course_around_it(venv):
+    """Review, issue 20 point 9: from .venv/bin/python, bubblewrap could not start the interpreter
+    (the course folder, and the venv in it, were hidden), and the grader silently fell back to no
+    namespaces, where a child forked 2,000 processes. The venv must be visible, the rest of the
+    course not, and the limits must hold."""
+    env = dict(os.environ, COURSE_ROOT=str(ROOT), PYTHONPATH=str(ROOT), ATTACK=VENV_ATTACK.replace(
+        "COURSE", repr(str(ROOT))).replace("SOLUTION", repr(str(next(SOLUTIONS.glob("*.ipynb"))))))
+    run = subprocess.run([str(venv / "bin" / "python"), "-c", FROM_A_VENV], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert Path(report["prefix"]) == venv
+    assert report["namespaces"] != EXPECT_NO_NAMESPACES, report["layers"]
+    got = report["got"]
+    assert got["interpreter"] == "ok", got
+    for what in ("list the course", "read the answers", "climb out of the venv", "write into the venv"):
+        assert got[what].startswith("blocked") or got[what] == "ALLOWED []", (what, got)
+    assert got["memory"] == "blocked", got
+    assert got["fork"].startswith("blocked"), got
+
+
+def test_a_worker_that_fails_to_start_where_namespaces_work_is_an_error_not_a_fallback(monkeypatch):
+    """The fallback without namespaces is for kernels and containers that refuse them, never a way
+    to hide a start-up error."""
+    from autograder.isolate import bwrap
+    from autograder.isolate.sandbox import SandboxUnavailable
+    real = bwrap.worker_command
+
+    def broken(*args, **kwargs):   # the interpreter is not where the sandbox looks for it
+        argv = real(*args, **kwargs)
+        return argv[:argv.index("--") + 1] + ["/nonexistent/python"] + argv[argv.index("--") + 2:]
+    monkeypatch.setattr(bwrap, "worker_command", broken)
+    sandbox = Sandbox(memory_bytes=1024 ** 3)
+    try:
+        if EXPECT_NO_NAMESPACES:   # refused namespaces: the fallback is right, and said plainly
+            layers = sandbox.check()
+            assert not sandbox.namespaces
+            missing = [line for line in sandbox.describe() if line.startswith("MISSING namespaces")]
+            assert missing and "refuses namespaces" in missing[0] and "Fix:" in missing[0], layers
+        else:
+            with pytest.raises(SandboxUnavailable, match="did not start although namespaces work"):
+                sandbox.check()
+            assert sandbox._proc is None
+    finally:
+        sandbox.close()
+
+
+def test_doctor_says_isolated_only_when_every_layer_is_in_force():
+    run = subprocess.run([sys.executable, "-m", "autograder", "doctor"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    out = run.stdout
+    if EXPECT_NO_NAMESPACES:
+        assert "MISSING namespaces" in out and "Fix:" in out, out
+        assert "OK: student code is isolated" not in out and "NOT fully isolated" in out, out
+        assert run.returncode != 0
+    else:
+        assert "MISSING" not in out and "OK: student code is isolated" in out, out
+        assert run.returncode == 0
+
+
+def test_a_class_run_reaps_every_process_it_started(tmp_path):
+    """Review, issue 20 point 8: the class run's fork server outlived it, orphaned to init."""
+    import multiprocessing.forkserver
+    from autograder.classroom.runner import grade_many
+    students = {}
+    for name, source in (("alice", SOLUTIONS), (f"bob", ROOT / "lessons")):
+        folder = tmp_path / name
+        folder.mkdir()
+        lesson = "01_scaled_dot_product_attention.ipynb"
+        (folder / lesson).write_bytes((source / lesson).read_bytes())
+        students[name] = {"01_scaled_dot_product_attention": folder / lesson}
+
+    def children():
+        mine = []
+        for entry in os.listdir("/proc"):
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except (OSError, ValueError):
+                continue
+            if entry.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+                mine.append((int(entry), Path(f"/proc/{entry}/cmdline").read_bytes()[:80]))
+        return mine
+    before = children()
+    results = grade_many(students, jobs=2, show=lambda text: None)
+    assert results["alice"]["score"] == results["alice"]["max_score"] > 0
+    assert multiprocessing.forkserver._forkserver._forkserver_pid is None, "the fork server is still running"
+    assert children() == before, "a process the class run started is still there"

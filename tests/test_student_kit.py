@@ -130,7 +130,7 @@ SELF_CHECK_MODULES = [
     "grading/__init__.py", "grading/checking.py", "grading/compare.py", "grading/parameters.py",
     "grading/plugin.py", "grading/recorded.py", "grading/reference.py", "grading/student.py",
     "grading/tolerances.py",
-    "load/__init__.py", "load/kernel_state.py", "load/notebook.py",
+    "load/__init__.py", "load/kernel_state.py", "load/notebook.py", "load/reading.py",
     "report/__init__.py", "report/results.py",
     "run/__init__.py", "run/errors.py", "run/executor.py", "run/wire.py",
 ]

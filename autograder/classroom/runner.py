@@ -18,11 +18,12 @@ import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from autograder.load.notebook import read_regular_file
+from autograder.load.notebook import digest_regular_file
 from autograder.report.class_report import student_folder
 from autograder.report.results import feedback_markdown, summary, terminal_safe, write_atomic, write_json
 
 _sandbox = None
+_init_error: Exception | None = None
 
 
 def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None):
@@ -33,6 +34,9 @@ def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None)
     torch.set_num_threads(1)
     from autograder.isolate.sandbox import Sandbox
     _sandbox = Sandbox(memory_bytes=memory_bytes, allow_unsandboxed=allow_unsandboxed)
+    # a job ends its worker (and reaps it) when it exits, not when the kernel notices
+    import multiprocessing.util
+    multiprocessing.util.Finalize(_sandbox, _sandbox.close, exitpriority=10)
     mine = None
     if prelaunched and taken is not None:
         with taken.get_lock():
@@ -44,12 +48,18 @@ def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None)
             _sandbox.adopt(pid, control)
         else:
             control.close()            # another job's worker
-    _sandbox.check()   # start the worker now, so the report can name its layers from the start
+    try:
+        _sandbox.check()   # start the worker now, so the report can name its layers from the start
+    except Exception as exc:   # said once per student (below), never hidden by a broken pool
+        global _init_error
+        _init_error = exc
 
 
 def _grade_one(student: str, notebooks: dict[str, str], time_limit: float):
     """Grade one student in this job; returns (student, results, the sandbox's layers)."""
     from autograder.pipeline import grade_student
+    if _init_error is not None:
+        raise _init_error
     result = grade_student({k: Path(v) for k, v in notebooks.items()}, _sandbox, time_limit)
     return student, result, _sandbox.describe()
 
@@ -58,8 +68,8 @@ def fingerprint(notebooks: dict[str, Path]) -> str:
     h = hashlib.sha256()
     for lesson in sorted(notebooks):
         h.update(lesson.encode())
-        try:   # never follows a link or blocks on a FIFO (see notebook.read_regular_file)
-            h.update(read_regular_file(Path(notebooks[lesson])))
+        try:   # never follows a link, blocks on a FIFO, or holds the whole file (see notebook.py)
+            digest_regular_file(Path(notebooks[lesson]), h)
         except OSError as exc:
             h.update(f"unreadable: {exc}".encode())
     from autograder.course import CHECKS
@@ -117,6 +127,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
         from autograder.isolate.sandbox import _kill_group, prelaunch
         prelaunched = [w for w in (prelaunch(memory_bytes) for _ in range(jobs)) if w is not None]
         taken = ctx.Value("i", 0)
+        pool = None
         try:
             with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_job_init,
                                      initargs=(memory_bytes, allow_unsandboxed,
@@ -129,6 +140,8 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
             for proc, control in prelaunched:
                 control.close()
                 _kill_group(proc)
+            pool = taken = None   # the pool keeps the counter's semaphore in its initargs
+            _stop_helpers()
 
     ordered = {s: results[s] for s in students}
     if out_dir is not None:
@@ -146,6 +159,21 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
         for student, result in ordered.items():
             show(summary(result, title=f"{student}", detail=not brief, verbose=verbose))
     return ordered
+
+
+def _stop_helpers() -> None:
+    """End and reap multiprocessing's fork server and resource tracker now: left alone, they
+    outlive the grader (orphaned to init) until they notice it is gone."""
+    import gc
+    from multiprocessing import forkserver, resource_tracker
+    gc.collect()   # the shared counter's semaphore would restart the tracker to unregister itself
+    for helper in (getattr(forkserver, "_forkserver", None), getattr(resource_tracker, "_resource_tracker", None)):
+        stop = getattr(helper, "_stop", None)
+        if stop is not None:
+            try:
+                stop()
+            except (OSError, ChildProcessError):
+                pass
 
 
 def _progress(iterable, enabled: bool, total: int):

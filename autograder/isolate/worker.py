@@ -167,7 +167,9 @@ class Zygote:
             serve_child(conn_fd, settings, ready_w)
         os.close(ready_w)
         os.close(conn_fd)
-        self.children[pid] = {"uid": uid, "scratch": scratch}
+        # a uid that is only the child's real uid (files_as_root) does not identify its processes
+        # in /proc: those are found by the process tree, as where uids are shared
+        self.children[pid] = {"uid": None if request.get("files_as_root") else uid, "scratch": scratch}
         # the child reports its layers once confined (or why it could not be); bounded wait
         report = _read_all(ready_r, deadline=time.monotonic() + 20)
         try:

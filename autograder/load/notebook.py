@@ -15,13 +15,15 @@ note or a per-exercise problem, never an exception.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 
 from autograder.course import Lesson
+# read_cells and the file readers live in reading.py; they stay importable from here
+from autograder.load.reading import (MAX_NOTEBOOK_BYTES, MAX_PARSED_CELL, _nbgrader, _source, _tags,  # noqa: F401
+                                     digest_regular_file, read_cells, read_regular_file)
 
 SETUP_TAG = "setup"
 SLOW_TAG = "slow-demo"      # a lesson demo too slow to run at grading time (training runs, timings)
@@ -45,95 +47,11 @@ class Program:
     fatal: str | None = None                                # the whole notebook is unusable
 
 
-def _source(cell) -> str:
-    src = cell.get("source", "") if isinstance(cell, dict) else ""
-    if isinstance(src, list):
-        src = "".join(s for s in src if isinstance(s, str))
-    return src if isinstance(src, str) else ""
-
-
-def _nbgrader(cell) -> dict:
-    meta = cell.get("metadata") if isinstance(cell, dict) else None
-    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
-    return nbg if isinstance(nbg, dict) else {}
-
-
-def _tags(cell) -> list:
-    meta = cell.get("metadata") if isinstance(cell, dict) else None
-    tags = meta.get("tags") if isinstance(meta, dict) else None
-    return tags if isinstance(tags, list) else []
-
-
-MAX_NOTEBOOK_BYTES = 200 * 1024 ** 2  # a lesson with its figures is under 5 MB; outputs can be large
-
-
-def read_regular_file(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
-    """The bytes of `path` if it is a regular file of at most `limit` bytes; OSError otherwise.
-    Never follows a symbolic link and never blocks on a FIFO or a device."""
-    import os
-    import stat
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(0, "it is not a regular file (a device, a FIFO or a folder)")
-        if info.st_size > limit:
-            raise OSError(0, f"it is larger than {limit // 1024 ** 2} MB")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(limit + 1)
-        if len(data) > limit:
-            raise OSError(0, f"it is larger than {limit // 1024 ** 2} MB")
-        return data
-    finally:
-        os.close(fd)
-
-
-def read_cells(path: Path) -> tuple[list[dict], list[str], str | None]:
-    """Return (code and markdown cells as plain dicts, notes, fatal error)."""
-    import errno
-    notes: list[str] = []
-    try:
-        raw = read_regular_file(Path(path))
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return [], notes, "the file is a symbolic link, not a notebook: hand in the notebook file itself"
-        return [], notes, f"the file could not be read: {exc.strerror or exc}"
-    if not raw.strip():
-        return [], notes, "the file is empty: it is not a notebook (was it saved?)"
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        text = raw.decode("utf-8", errors="replace")
-        notes.append(f"the file is not valid UTF-8 (first bad byte at position {exc.start}); "
-                     "undecodable bytes were replaced")
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        return [], notes, "the file is not a notebook: its JSON is nested far too deeply"
-    except ValueError as exc:
-        return [], notes, (f"the file is not a notebook: it is not valid JSON ({exc}). "
-                           "Open it in Jupyter and save it again, or re-download the lesson.")
-    if not isinstance(data, dict) or not ("cells" in data or "worksheets" in data):
-        return [], notes, "the file is JSON but not a Jupyter notebook (it has no cells)"
-    version = data.get("nbformat", 4)
-    if type(version) is not int:
-        notes.append(f"the notebook's format number is {version!r}, not a whole number; read as version 4")
-        version = 4
-    if version < 4 or "worksheets" in data:
-        try:
-            import nbformat  # only here: importing it costs ~1.3 s (jsonschema's format checkers)
-            data = nbformat.convert(nbformat.from_dict(data), 4)
-            notes.append("the notebook used an old format (nbformat 3); it was converted")
-        except Exception as exc:  # nbformat raises many kinds on odd input
-            return [], notes, f"the notebook uses an old format that could not be converted ({exc})"
-    cells = data.get("cells")
-    if not isinstance(cells, list):
-        return [], notes, "the notebook's cells are not a list"
-    return [c for c in cells if isinstance(c, dict) and isinstance(c.get("cell_type", ""), str)], notes, None
-
-
 def defined_names(source: str) -> set[str] | None:
-    """Top-level functions and classes a cell defines (None when it does not parse)."""
+    """Top-level functions and classes a cell defines (None when it does not parse, or is too
+    large for the grader to parse: see MAX_PARSED_CELL)."""
+    if len(source) > MAX_PARSED_CELL:
+        return None
     try:
         tree = ast.parse(source)
     except Exception:   # SyntaxError, and MemoryError/RecursionError on absurd code
@@ -223,12 +141,14 @@ def build_program(path: Path, lesson: Lesson, released: Path | None = None, *, k
 
 def without_magics(source: str) -> tuple[str, str | None]:
     """(Python source, note): IPython magics (%, %%) and shell escapes (!) become `pass`, as the
-    grader has no shell and no IPython; a cell magic skips the whole cell."""
-    try:
-        ast.parse(source)
-        return source, None
-    except Exception:   # SyntaxError, and MemoryError/RecursionError on absurd code
-        pass
+    grader has no shell and no IPython; a cell magic skips the whole cell. A cell too large for the
+    grader to parse (MAX_PARSED_CELL) is read line by line only."""
+    if len(source) <= MAX_PARSED_CELL:
+        try:
+            ast.parse(source)
+            return source, None
+        except Exception:   # SyntaxError, and MemoryError/RecursionError on absurd code
+            pass
     lines = source.splitlines()
     first = next((ln.strip() for ln in lines if ln.strip()), "")
     if first.startswith("%%"):

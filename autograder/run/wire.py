@@ -20,6 +20,9 @@ import numpy as np
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024   # a student's answer is small; refuse absurd frames
 MAX_HEADER_BYTES = 8 * 1024 * 1024     # the JSON part: structure and numbers, never bulk data
 MAX_ARRAYS = 10_000
+# JSON values in a header: each costs the receiver up to ~70 bytes, twice (parsed, then rebuilt), so
+# 8 MB of `[],[],...` would cost the grader 400 MB; answers are arrays plus a little structure
+MAX_HEADER_VALUES = 250_000
 MAX_DEPTH = 32
 _ALLOWED_DTYPES = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -151,8 +154,9 @@ def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True):
         size = dtype.itemsize * math.prod(shape)
         if offset + size > len(frame):
             raise WireError("array data runs past the frame")
-        arrays.append(np.frombuffer(frame, dtype=dtype, count=size // dtype.itemsize, offset=offset)
-                      .reshape(shape).copy())
+        array = np.frombuffer(frame, dtype=dtype, count=size // dtype.itemsize, offset=offset).reshape(shape)
+        # a frame from recv() is a buffer of its own: its arrays are views of it, never a second copy
+        arrays.append(array if isinstance(frame, bytearray) else array.copy())
         offset += size
 
     def walk(node, depth):
@@ -225,6 +229,8 @@ def _header(raw: bytes) -> tuple[dict, list]:
 
     Everything here may come from a hostile sender: any malformation is a WireError, never
     another exception (RecursionError for absurd nesting included)."""
+    if raw.count(b"[") + raw.count(b"{") + raw.count(b",") > MAX_HEADER_VALUES:
+        raise WireError(f"header with more than {MAX_HEADER_VALUES} values refused")
     try:
         header = json.loads(raw.decode())
         specs = header["buffers"]
@@ -245,7 +251,7 @@ def _header(raw: bytes) -> tuple[dict, list]:
     return header, checked
 
 
-def recv(sock, deadline: float | None = None) -> bytes:
+def recv(sock, deadline: float | None = None) -> bytearray:
     """Read one frame from a socket. With `deadline` (time.monotonic()), the whole frame must
     arrive by then, however slowly it trickles in (raises socket.timeout)."""
     head = _recv_exact(sock, 8, deadline)
@@ -257,8 +263,25 @@ def recv(sock, deadline: float | None = None) -> bytes:
     total = sum(np.dtype(d).itemsize * math.prod(s) for d, s in specs)
     if total > MAX_MESSAGE_BYTES:
         raise WireError(f"message of {total} bytes refused")
-    body = _recv_exact(sock, total, deadline)
-    return head + header + body
+    frame = bytearray(8 + n + total)   # one buffer: the body is read into it, never copied again
+    frame[:8], frame[8:8 + n] = head, header
+    _recv_into(sock, memoryview(frame)[8 + n:], deadline)
+    return frame
+
+
+def _recv_into(sock, view: memoryview, deadline: float | None = None) -> None:
+    import socket
+    import time
+    while len(view):
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("deadline passed")
+            sock.settimeout(left)
+        got = sock.recv_into(view, min(len(view), 1 << 20))
+        if not got:
+            raise EOFError("the other side closed the connection")
+        view = view[got:]
 
 
 def _recv_exact(sock, n: int, deadline: float | None = None) -> bytes:
