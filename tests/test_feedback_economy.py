@@ -54,8 +54,24 @@ def terminal_blocks(stdout: str) -> dict[tuple[str, str], list[str]]:
 def fenced_blocks(markdown: str) -> dict[str, list[str]]:
     """{exercise: the lines of its fenced block} for the exercises listed before "Every check in full"."""
     summary = markdown.split("## Every check in full")[0]
-    return {m.group(1): [ln[2:] for ln in m.group(2).splitlines()]
-            for m in re.finditer(r"^- \*\*(\S+)\*\*: [\d.]+ / [\d.]+\n\n  ```text\n(.*?)\n  ```", summary, re.M | re.S)}
+    return {unescape(m.group(1)): [ln[2:] for ln in m.group(3).splitlines()]
+            for m in re.finditer(r"^- \*\*(\S+)\*\*: [\d.]+ / [\d.]+\n\n  (`{3,})text\n(.*?)\n  \2$", summary, re.M | re.S)}
+
+
+def unescape(markdown: str) -> str:
+    """Markdown's backslash escapes undone outside code blocks (feedback.md escapes every name and
+    note it did not write itself; code blocks are verbatim)."""
+    out, fence = [], None
+    for line in markdown.split("\n"):
+        run = re.match(r"\s*(`{3,})", line)
+        if fence is None and run:
+            fence = run.group(1)
+        elif fence is not None and run and line.strip() == "`" * len(line.strip()) and len(run.group(1)) >= len(fence):
+            fence = None
+        elif fence is None:
+            line = re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", line)
+        out.append(line)
+    return "\n".join(out)
 
 
 def write_notebook(path, lesson, cells):
@@ -73,7 +89,7 @@ def grade(folder, tmp, *extra):
     run = run_cli("grade", folder, "--json", out, "--out", tmp / "out", *extra)
     assert run.returncode == 0, run.stderr
     feedback = next((tmp / "out" / "students").glob("*/feedback.md")).read_text()
-    return json.loads(out.read_text()), run.stdout, feedback
+    return json.loads(out.read_text()), run.stdout, unescape(feedback)
 
 
 def selfcheck(lesson, exercise, cells, verbose=False):
@@ -102,7 +118,7 @@ def test_the_untouched_course_is_one_line_per_exercise(lessons_results):
         assert test["output"] == NOT_STARTED
         assert [t.split(":")[0] for t in test["tags"]] == ["lesson", "exercise", "mistake"]
         assert test["tags"][2] == "mistake:not-implemented"
-    markdown = feedback_markdown("lessons", results)
+    markdown = unescape(feedback_markdown("lessons", results))
     sections = dict(re.findall(r"^## (\S+)\n\n(.*?)(?=\n## |\Z)", markdown, re.M | re.S))
     for lesson, exercise in pairs:
         [line] = [ln for ln in sections[lesson].splitlines() if ln.startswith(f"- **{exercise}**")]

@@ -770,7 +770,7 @@ def test_nbgrader_grades_come_from_the_sandbox_not_the_students_kernel(tmp_path)
     notebooks = list((course / "autograded").rglob("*.ipynb"))
     assert len(notebooks) == 2
     outputs = json.dumps([cell.get("outputs", []) for p in notebooks for cell in json.loads(p.read_text())["cells"]])
-    assert "not-implemented" in outputs                  # the sandbox's verdicts, in the self-check cells
+    assert "Not started: replace" in outputs             # the sandbox's verdicts, in the self-check cells
     assert secret not in outputs and "SECRET=" not in outputs and "SOLUTIONS=" not in outputs
     assert secret not in "".join(p.read_text() for p in notebooks)
 
