@@ -422,7 +422,7 @@ def decode_tokens(model_source, model_name, prompt, max_new_tokens, temperature=
         whole sequence at every step, no cache: the same tokens, so only the calls tell
         cache-not-used); "dropped" (each new token alone without the cache, so the model forgets the
         text before it): cache-not-used.
-    sampling: a dict of sample_probs switches (the mistakes of next_token_probs, seen through generate).
+    sampling: sample_probs switches as ((name, value), ...) (the mistakes of next_token_probs, seen through generate).
     eval_mode: False runs the model in the training mode it was built in (generate-train-mode).
     seed: the torch.Generator's seed for the draws (None with temperature 0).
     """
@@ -442,7 +442,7 @@ def decode_tokens(model_source, model_name, prompt, max_new_tokens, temperature=
             if temperature == 0:
                 token = last.argmax(dim=-1, keepdim=True)
             else:
-                probs = sample_probs(last.double(), temperature, top_k, top_p, **(sampling or {}))
+                probs = sample_probs(last.double(), temperature, top_k, top_p, **dict(sampling or ()))
                 token = torch.multinomial(probs.float(), 1, generator=generator)
             tokens.append(token)
             if step + 1 < max_new_tokens:

@@ -301,10 +301,10 @@ class Run:
                             eval_mode=False)]
         if self.options["temperature"]:
             found += [Variant.of("temperature-after-softmax", "next_token_probs divides the probabilities by the "
-                                 "temperature", sampling={"temperature_on": "probs"})]
+                                 "temperature", sampling=(("temperature_on", "probs"),))]
             if self.options["top_p"] is not None:
                 found += [Variant.of("top-p-drops-threshold-token", "next_token_probs drops the token that crosses "
-                                     "top_p", sampling={"top_p_rule": "inclusive"})]
+                                     "top_p", sampling=(("top_p_rule", "inclusive"),))]
         expect_tensor(self.tokens, self.expected(), call=self.call, mutants=Fingerprints(self.expected, found, depth=1))
         if self.tokens.dtype != torch.long:
             raise Mismatch(f"{self.call} returned dtype {str(self.tokens.dtype).replace('torch.', '')}; token ids "
@@ -372,8 +372,8 @@ def test_generate_sampled_tokens(student, rng):
 @exercise("generate", points=2)
 def test_generate_uses_the_cache(student, rng):
     """the model is called once with the prompt, then with one token (B, 1) at a time and the cache"""
-    for b, new in ((2, 6), (3, 4)):
-        run = Run(student, rng, b=b, new=new, temperature=0)
+    for b, new, temperature in ((2, 6, 1.0), (3, 4, 0.0)):
+        run = Run(student, rng, b=b, new=new, temperature=temperature, sampled=temperature > 0)
         problems = run.call_problems()
         try:
             run.check_tokens()
@@ -387,8 +387,8 @@ def test_generate_uses_the_cache(student, rng):
 @exercise("generate", points=1)
 def test_generate_eval_no_grad_restores_mode(student, rng):
     """generate runs in eval mode without gradients and leaves the training flag as it found it"""
-    for training in (True, False):
-        run = Run(student, rng, b=2, temperature=0, training=training)
+    for training, temperature in ((True, 1.0), (False, 0.0)):
+        run = Run(student, rng, b=2, temperature=temperature, sampled=temperature > 0, training=training)
         problems = run.mode_problems()
         try:
             run.check_tokens()
