@@ -334,7 +334,7 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "The temperature must divide the logits before the softmax. Dividing the probabilities after it "
         "changes nothing once they are renormalised (or leaves them summing to 1/temperature), so the "
         "temperature has no effect on the choice.",
-        "`logits = logits / temperature` first, then top-k, then the softmax.",
+        "Divide first (`scaled = logits / temperature`), then apply top-k, then the softmax.",
         "the output equals the distribution computed at temperature 1 (or divided by the temperature)"),
     Mistake(
         "top-p-drops-threshold-token", "Top-p drops the token that crosses top_p",
@@ -357,8 +357,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "the previous call returned. Feeding the whole sequence at every step gives the same tokens but "
         "recomputes everything (each step costs O(T) tokens of work instead of one); feeding the new token "
         "without the cache makes the model forget the text before it.",
-        "`logits, cache = model(prompt, cache=None)` once, then in the loop `logits, cache = model(token, "
-        "cache=cache)` with `token` of shape (B, 1).",
+        "Call `model(prompt, cache=None)` once and keep the cache it returns; then, in the loop, call "
+        "`model(token, cache=cache)` with `token` of shape (B, 1) and keep the new cache.",
         "the course model logs its calls: after the prompt, calls with more than one token or with no cache"),
     Mistake(
         "top-k-ties-dropped", "Top-k removes tokens that tie with the k-th largest",
@@ -391,7 +391,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "generate must leave the model's training flag as it found it: a training loop that calls generate "
         "to print a sample would otherwise go on training in eval mode (dropout off), or an evaluation "
         "would find dropout switched on.",
-        "`was_training = model.training` first, then `model.train(was_training)` at the end (in a `finally:`).",
+        "Note `model.training` before switching to eval mode, and hand the same value back to `model.train(...)` "
+        "at the end (in a `finally:` block, so an exception does not skip it).",
         "the course model's training flag is read after generate returns"),
 ]}
 

@@ -115,13 +115,13 @@ def probs_mutants(logits, temperature, top_k, top_p):
                    "softmax (which the renormalisation then undoes), instead of the logits before it",
                    temperature_on="probs"),
         Variant.of("not-renormalised", "the kept probabilities are not divided by their sum", renormalise=False)]
-    if top_p is not None:
+    if isinstance(top_p, float):
         found += [
             Variant.of("top-p-drops-threshold-token", "a token is kept only while the running total *including* "
                        "it is below top_p, so the token that crosses top_p is dropped", top_p_rule="inclusive"),
             Variant.of("top-p-tie-order", "tokens of equal probability are taken higher index first (an ascending "
                        "sort, then the end of it)", top_p_order="reversed")]
-    if top_k is not None:
+    if isinstance(top_k, int):
         found += [
             Variant.of("top-k-ties-dropped", "exactly k tokens are kept (torch.topk's indices), so tokens that tie "
                        "with the k-th largest logit are removed", top_k_ties="drop"),
