@@ -40,6 +40,8 @@ COURSE: dict[str, Lesson] = {lesson.id: lesson for lesson in [
     Lesson("07_transformer_block", "Attention inside a transformer block", ("positional_encoding", "TransformerBlock")),
     Lesson("08_fast_attention", "Decoding fast: KV cache and grouped-query attention",
            ("repeat_kv", "CausalSelfAttention")),
+    Lesson("09_generating_text", "Generating text: RoPE, sampling and the decoding loop",
+           ("apply_rope", "next_token_probs", "generate")),
 ]}
 
 

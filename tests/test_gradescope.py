@@ -95,7 +95,7 @@ def test_run_autograder_grades_the_upload_into_results_json(bundle, tmp_path):
 
     assert (source / "run_autograder").exists()
     total = sum(t["max_score"] for t in result["tests"])
-    assert result["max_score"] == total == 79          # every lesson counts, submitted or not (01-06: 55, 07: 11, 08: 13)
+    assert result["max_score"] == total == 98          # every lesson counts, submitted or not (01-06: 55, 07: 11, 08: 13, 09: 19)
     by_lesson = {}
     for test in result["tests"]:
         assert {"name", "score", "max_score", "status", "output", "tags"} <= set(test)

@@ -45,6 +45,8 @@ MISTAKES = [
      "pe[:, 0::2] = torch.cos(angles)", None),
     ("08_fast_attention", "repeat_kv", "x = x[:, :, None].expand(B, h_kv, n_rep, T, d_k)",
      "return x.repeat(1, n_rep, 1, 1)", "kv-repeat-order"),
+    ("09_generating_text", "next_token_probs", "before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs",
+     "before = torch.cumsum(sorted_probs, dim=-1)", "top-p-drops-threshold-token"),
 ]
 
 

@@ -344,6 +344,96 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "key/value head.",
         "Repeat along dim 1: `torch.repeat_interleave(x, n_rep, dim=1)`.",
         "the output equals x.repeat_interleave(n_rep, dim=d) with d the batch, time or feature axis"),
+    # --- issue 25: lesson 09 -----------------------------------------------------------------------
+    Mistake(
+        "rope-interleaved", "RoPE pairs neighbouring features (the GPT-J layout)",
+        "The contract's RoPE pairs feature i with feature i + d/2 (the rotate-half layout of GPT-NeoX and "
+        "Hugging Face's Llama). Pairing (2i, 2i + 1), as GPT-J and RoFormer do, is the same idea on permuted "
+        "features, but a model trained with one layout gives wrong scores when run with the other.",
+        "Split the features in halves: `x1, x2 = x[..., :d // 2], x[..., d // 2:]`, and return "
+        "`torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)`.",
+        "the output equals RoPE with pairs (2i, 2i + 1)"),
+    Mistake(
+        "rope-wrong-frequency", "RoPE angles with the wrong frequencies",
+        "Pair i at position p must turn by p * base^(-2i/d). Using i/d, dividing arange(0, d, 2) by d/2 "
+        "instead of d, or base^(+2i/d), gives other frequencies: positions are encoded, but not the way "
+        "every RoPE model was trained.",
+        "Compute `inv_freq = base ** (-torch.arange(0, d, 2) / d)` (that is 2i/d for pair i), then the "
+        "angles `positions[:, None] * inv_freq[None, :]`.",
+        "the output equals RoPE with exponent i/d, 4i/d or -2i/d"),
+    Mistake(
+        "rope-positions-ignored", "RoPE ignores the positions it is given",
+        "The rows are rotated by 0, 1, ..., T-1 whatever `positions` says. Without a cache that is the same "
+        "thing, so training looks fine; with a KV cache every new token (T = 1) is rotated as position 0, so "
+        "it sees the cached keys at the wrong distances and generation falls apart.",
+        "Build the angles from the `positions` argument (`positions[:, None] * inv_freq`), not from "
+        "`torch.arange(x.shape[-2])`.",
+        "the output equals RoPE at positions 0..T-1 when other positions were given"),
+    Mistake(
+        "temperature-after-softmax", "Temperature applied to the probabilities",
+        "The temperature must divide the logits before the softmax. Dividing the probabilities after it "
+        "changes nothing once they are renormalised (or leaves them summing to 1/temperature), so the "
+        "temperature has no effect on the choice.",
+        "Divide first (`scaled = logits / temperature`), then apply top-k, then the softmax.",
+        "the output equals the distribution computed at temperature 1 (or divided by the temperature)"),
+    Mistake(
+        "top-p-drops-threshold-token", "Top-p drops the token that crosses top_p",
+        "Top-p keeps the smallest set of most likely tokens whose total reaches top_p: a token is kept when "
+        "the total of the tokens before it is below top_p. Testing the running total including the token "
+        "removes the token that crosses top_p, so the kept set sums to less than top_p (and can be empty).",
+        "Keep `cumsum - sorted_probs < top_p` (the total before each token), not `cumsum < top_p`; or shift "
+        "the removal mask right by one, as Hugging Face's warper does.",
+        "the output equals top-p with the crossing token removed"),
+    Mistake(
+        "not-renormalised", "The kept probabilities do not sum to 1",
+        "After top-k or top-p removes tokens, the remaining probabilities must be divided by their sum, so "
+        "the distribution sums to 1 again. Left as they are, they sum to less than 1 (torch.multinomial "
+        "still draws from them, but the function's answer is not a distribution).",
+        "End with `probs / probs.sum(dim=-1, keepdim=True)`.",
+        "the output equals the distribution without the final division by its sum"),
+    Mistake(
+        "cache-not-used", "Generation does not use the KV cache",
+        "After the prompt, each step must give the model only the new token (B, 1) together with the cache "
+        "the previous call returned. Feeding the whole sequence at every step gives the same tokens but "
+        "recomputes everything (each step costs O(T) tokens of work instead of one); feeding the new token "
+        "without the cache makes the model forget the text before it.",
+        "Call `model(prompt, cache=None)` once and keep the cache it returns; then, in the loop, call "
+        "`model(token, cache=cache)` with `token` of shape (B, 1) and keep the new cache.",
+        "the course model logs its calls: after the prompt, calls with more than one token or with no cache"),
+    Mistake(
+        "top-k-ties-dropped", "Top-k removes tokens that tie with the k-th largest",
+        "The contract keeps every token whose logit is not below the k-th largest, so tokens tied with it "
+        "all stay. Keeping exactly the k indices torch.topk returns drops some of a tie, arbitrarily.",
+        "Compare with the k-th largest value: `kth = torch.topk(logits, k).values[..., -1:]`, then remove "
+        "`logits < kth`.",
+        "the output equals top-k keeping exactly k tokens"),
+    Mistake(
+        "top-p-tie-order", "Top-p orders equal probabilities higher index first",
+        "When the top_p threshold falls inside a group of equally likely tokens, the contract keeps the "
+        "lower indices first (a stable descending sort). Sorting ascending and reading from the end (as "
+        "Hugging Face's top-p warper does) keeps the higher indices instead.",
+        "Use `torch.sort(probs, dim=-1, descending=True, stable=True)`.",
+        "the output equals top-p with ties ordered by decreasing index"),
+    Mistake(
+        "generate-train-mode", "generate runs the model in training mode",
+        "Generation must run the model in eval mode: in training mode dropout (and anything else that "
+        "depends on the mode) changes the logits, so the text depends on chance it should not.",
+        "Call `model.eval()` before the loop, and restore the flag afterwards (see train-flag-not-restored).",
+        "the course model logs its training flag at every call; in training mode its logits are perturbed"),
+    Mistake(
+        "generate-grad-enabled", "generate builds the autograd graph",
+        "Without torch.no_grad() every step records the operations for a backward pass that never comes: "
+        "memory grows with every token and each step is slower.",
+        "Run the loop inside `with torch.no_grad():` (or decorate generate with `@torch.no_grad()`).",
+        "the course model logs torch.is_grad_enabled() at every call"),
+    Mistake(
+        "train-flag-not-restored", "generate leaves the model in another mode",
+        "generate must leave the model's training flag as it found it: a training loop that calls generate "
+        "to print a sample would otherwise go on training in eval mode (dropout off), or an evaluation "
+        "would find dropout switched on.",
+        "Note `model.training` before switching to eval mode, and hand the same value back to `model.train(...)` "
+        "at the end (in a `finally:` block, so an exception does not skip it).",
+        "the course model's training flag is read after generate returns"),
 ]}
 
 

@@ -37,8 +37,8 @@ def kit_requirements() -> str:
 
 STUDENT_README = """# Multi-head attention, one exercise at a time: your course kit
 
-Eight Jupyter notebooks build multi-head attention from a NumPy softmax up to a PyTorch module,
-a transformer block and fast decoding. Each exercise has a **self-check** cell right after it.
+Nine Jupyter notebooks build multi-head attention from a NumPy softmax up to a PyTorch module,
+a transformer block, fast decoding and a tiny GPT that writes. Each exercise has a **self-check** cell right after it.
 
 ## Install (once)
 
@@ -91,7 +91,8 @@ nbgrader's exchange). Keep the file names: the grader knows a lesson by its file
 
 | path | what it holds |
 |---|---|
-| `lessons/` | the eight notebooks you work in |
+| `lessons/` | the nine notebooks you work in |
+| `data/` | the corpus lesson 9 trains its model on |
 | `autograder/` | the self-check: the course's checks and the answers they compare with, recorded as data |
 | `requirements.txt` | what to install |
 """
@@ -106,6 +107,10 @@ def kit_files(lessons: list[str] | None = None, corpus: bool = True) -> dict[str
         files[f"autograder/records/{name}"] = data
     for lesson_id in lessons:
         files[f"lessons/{lesson_id}.ipynb"] = render(student_version(COURSE[lesson_id].solution_path)).encode()
+    if "09_generating_text" in lessons:   # the corpus lesson 09 trains its model on (data, no code)
+        for path in sorted((ROOT / "data" / "sums").glob("*")):
+            if path.suffix in (".txt", ".md"):
+                files[f"data/sums/{path.name}"] = path.read_bytes()
     files["README.md"] = STUDENT_README.encode()
     files["requirements.txt"] = kit_requirements().encode()
     return files

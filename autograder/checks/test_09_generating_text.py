@@ -1,0 +1,400 @@
+"""Checks for lesson 09: apply_rope, next_token_probs and generate (PyTorch).
+
+generate is graded on a small model of the checks' own (generation_subjects.py), built in the
+student's process from source, never on the lesson's TinyGPT: grading never trains anything.
+The model logs its calls, so the checks see how generate used it (the prompt once, then one
+token at a time with the cache; eval mode; no gradients; the training flag restored).
+"""
+import numpy as np
+import torch
+
+from autograder.diagnose import fingerprints
+from autograder.grading.checking import Fingerprints, Mismatch, Variant, exercise, expect_tensor
+from autograder.checks import generation_subjects as subjects
+from autograder.run.errors import StudentError
+from autograder.run.wire import ClassSource
+
+LESSON = "09_generating_text"
+
+
+def tensor(rng, *shape, dtype=np.float32):
+    return torch.from_numpy(rng.standard_normal(shape).astype(dtype))
+
+
+def expect_error(call_thunk, call: str, why: str, kind: str = "ValueError"):
+    try:
+        call_thunk()
+    except StudentError as err:
+        if err.type == "NotImplementedError":   # the stub: not-implemented, like every other check
+            raise
+        if err.type != kind:
+            raise Mismatch(f"{call} raised {err.type}: {err.message}; expected a {kind}: {why}") from None
+        return
+    raise Mismatch(f"{call} did not raise: {why}, so it must raise {kind}")
+
+
+# ------------------------------------------------------------------------ apply_rope
+
+def rope_mutants(x, positions, base=10000.0):
+    return Fingerprints(lambda **kw: fingerprints.rope(x, positions, base, **kw), [
+        Variant.of("rope-interleaved", "features are paired (2i, 2i + 1), the GPT-J layout, instead of "
+                   "(i, i + d/2)", layout="interleaved"),
+        Variant.of("rope-wrong-frequency", "pair i turns by base^(-i/d) instead of base^(-2i/d)", freq="i"),
+        Variant.of("rope-wrong-frequency", "pair i turns by base^(-2i/(d/2)): arange(0, d, 2) divided by d/2 "
+                   "instead of d", freq="4i"),
+        Variant.of("rope-wrong-frequency", "pair i turns by base^(+2i/d) instead of base^(-2i/d)", freq="inverse"),
+        Variant.of("rope-positions-ignored", "rows are rotated by 0..T-1 whatever `positions` says",
+                   positions_used=False),
+        Variant.of(None, "the rotation goes the other way (the signs of the sin terms are swapped)", direction=-1)],
+        depth=2)
+
+
+def check_rope(student, reference, x, positions, base=None, what=""):
+    args = (x, positions) if base is None else (x, positions, base)
+    call = (f"apply_rope(x, positions{'' if base is None else f', base={base}'}) with x of shape {tuple(x.shape)} "
+            f"{str(x.dtype).replace('torch.', '')}{what}")
+    got = student.apply_rope(*args)
+    expected = reference.apply_rope(x.double(), positions, *(() if base is None else (base,)))
+    expect_tensor(got, expected, call=call,
+                  mutants=rope_mutants(x, positions, 10000.0 if base is None else base))
+    return got
+
+
+@exercise("apply_rope", points=2)
+def test_rope_matches_reference(student, reference, rng):
+    """apply_rope matches the reference for positions 0..T-1 (several shapes, and another base)"""
+    for shape in [(5, 8), (2, 6, 4), (2, 3, 7, 16)]:
+        x = tensor(rng, *shape)
+        check_rope(student, reference, x, torch.arange(shape[-2]), what=", positions 0..T-1")
+    x = tensor(rng, 2, 5, 12)
+    base = float(rng.choice([100.0, 500.0]))
+    check_rope(student, reference, x, torch.arange(5), base=base, what=", positions 0..T-1")
+
+
+@exercise("apply_rope", points=1)
+def test_rope_positions_not_from_zero(student, reference, rng):
+    """apply_rope rotates each row by its own absolute position (positions that do not start at 0)"""
+    t, d = int(rng.integers(3, 6)), 2 * int(rng.integers(3, 7))
+    past = int(rng.integers(3, 20))
+    x = tensor(rng, 2, 3, t, d)
+    check_rope(student, reference, x, torch.arange(past, past + t), what=f", positions {past}..{past + t - 1} "
+               f"(a cache of {past} tokens before them)")
+    positions = torch.from_numpy(np.sort(rng.choice(40, size=t, replace=False)).astype(np.int64))
+    check_rope(student, reference, x, positions, what=f", positions {positions.tolist()}")
+    one = tensor(rng, 2, 3, 1, d)
+    check_rope(student, reference, one, torch.tensor([past]), what=f", one row at position {past} (a decoding step)")
+
+
+@exercise("apply_rope", points=1)
+def test_rope_keeps_shape_and_dtype(student, reference, rng):
+    """apply_rope returns x's shape and dtype (float32 and float64)"""
+    for dtype, np_dtype in ((torch.float64, np.float64), (torch.float32, np.float32)):
+        x = tensor(rng, 2, 4, 6, dtype=np_dtype)
+        got = check_rope(student, reference, x, torch.arange(2, 6), what=", positions 2..5")
+        if got.dtype != dtype:
+            raise Mismatch(f"apply_rope(x, positions) with x of dtype {str(dtype).replace('torch.', '')} returned "
+                           f"dtype {str(got.dtype).replace('torch.', '')}; the result must keep x's dtype",
+                           mistake="wrong-type")
+
+
+@exercise("apply_rope", points=1)
+def test_rope_odd_size_raises(student, reference, rng):
+    """apply_rope raises ValueError for an odd number of features, and rotates even ones"""
+    d = 2 * int(rng.integers(1, 5)) + 1
+    x = tensor(rng, 2, 3, d)
+    expect_error(lambda: student.apply_rope(x, torch.arange(3)), f"apply_rope(x, positions) with x of shape "
+                 f"{tuple(x.shape)}", f"d = {d} is odd, so the features cannot be paired")
+    check_rope(student, reference, tensor(rng, 2, 3, d + 1), torch.arange(1, 4), what=", positions 1..3")
+
+
+# ------------------------------------------------------------------------ next_token_probs
+
+def probs_mutants(logits, temperature, top_k, top_p):
+    found = [
+        Variant.of("temperature-after-softmax", "the probabilities are divided by the temperature after the "
+                   "softmax (which the renormalisation then undoes), instead of the logits before it",
+                   temperature_on="probs"),
+        Variant.of("not-renormalised", "the kept probabilities are not divided by their sum", renormalise=False)]
+    if isinstance(top_p, float):
+        found += [
+            Variant.of("top-p-drops-threshold-token", "a token is kept only while the running total *including* "
+                       "it is below top_p, so the token that crosses top_p is dropped", top_p_rule="inclusive"),
+            Variant.of("top-p-tie-order", "tokens of equal probability are taken higher index first (an ascending "
+                       "sort, then the end of it)", top_p_order="reversed")]
+    if isinstance(top_k, int):
+        found += [
+            Variant.of("top-k-ties-dropped", "exactly k tokens are kept (torch.topk's indices), so tokens that tie "
+                       "with the k-th largest logit are removed", top_k_ties="drop"),
+            Variant.of(None, "top-k is applied to the probabilities after the softmax", top_k_on="probs")]
+    return Fingerprints(lambda **kw: fingerprints.sample_probs(logits, temperature, top_k, top_p, **kw), found, depth=2)
+
+
+def describe_knobs(temperature, top_k, top_p):
+    parts = [f"temperature={temperature:g}"] if temperature != 1.0 else []
+    parts += [f"top_k={top_k}"] if top_k is not None else []
+    parts += [f"top_p={top_p:.4g}"] if top_p is not None else []
+    return ", ".join(parts)
+
+
+def check_probs(student, reference, logits, temperature=1.0, top_k=None, top_p=None, what="", exact=False):
+    knobs = describe_knobs(temperature, top_k, top_p)
+    call = f"next_token_probs(logits{', ' + knobs if knobs else ''}) with logits of shape {tuple(logits.shape)}{what}"
+    got = student.next_token_probs(logits, temperature, top_k, top_p)
+    expected = reference.next_token_probs(logits.double(), temperature, top_k, top_p)
+    expect_tensor(got, expected, call=call, mutants=probs_mutants(logits, temperature, top_k, top_p))
+    if exact:
+        removed = expected == 0
+        if bool((got[removed] != 0).any()):
+            raise Mismatch(f"{call}: removed tokens must have probability exactly 0; some are "
+                           f"{got[removed][got[removed] != 0][:3].tolist()}")
+        sums = got.double().sum(-1)
+        if bool(((sums - 1).abs() > 1e-6).any()):
+            raise Mismatch(f"{call}: the probabilities sum to {sums.flatten()[:4].tolist()}; they must sum to 1",
+                           mistake="not-renormalised")
+    return got
+
+
+def cutoff_between(probs_row, rank, rng):
+    """A top_p strictly between the total of the `rank` most likely tokens and that of `rank + 1`, well
+    away from both (so float32 rounding cannot change which tokens are kept)."""
+    totals = np.cumsum(np.sort(probs_row.double().numpy())[::-1])
+    low, high = (totals[rank - 1] if rank > 0 else 0.0), totals[rank]
+    return float(low + (high - low) * rng.uniform(0.3, 0.7))
+
+
+@exercise("next_token_probs", points=1)
+def test_probs_temperature(student, reference, rng):
+    """temperature divides the logits before the softmax (batches of logits, no top-k or top-p)"""
+    logits = tensor(rng, 3, 9) * 2
+    for temperature in (1.0, float(rng.uniform(0.3, 0.7)), float(rng.uniform(1.5, 3.0))):
+        check_probs(student, reference, logits, temperature)
+
+
+@exercise("next_token_probs", points=1)
+def test_probs_top_k(student, reference, rng):
+    """top_k keeps the logits not below the k-th largest (ties kept); top_k >= V keeps everything"""
+    logits = torch.from_numpy(rng.integers(0, 4, size=(4, 10)).astype(np.float32))   # many ties
+    for k in (1, 3, int(rng.integers(4, 7))):
+        check_probs(student, reference, logits, top_k=k, what=" (integer logits, so some tie with the k-th)",
+                    exact=True)
+    distinct = tensor(rng, 2, 8)
+    check_probs(student, reference, distinct, top_k=2, exact=True)
+    check_probs(student, reference, distinct, top_k=8, what=" (k = V)", exact=True)
+    check_probs(student, reference, distinct, top_k=20, what=" (k > V)", exact=True)
+
+
+@exercise("next_token_probs", points=2)
+def test_probs_top_p_threshold(student, reference, rng):
+    """top_p keeps the smallest set of most likely tokens that reaches top_p (the crossing token kept)"""
+    logits = tensor(rng, 12) * 1.5
+    probs = torch.softmax(logits.double(), -1)
+    for rank in (1, 2, int(rng.integers(3, 7))):
+        top_p = cutoff_between(probs, rank, rng)
+        check_probs(student, reference, logits, top_p=top_p, exact=True,
+                    what=f" (the {rank} most likely tokens hold less than top_p, {rank + 1} hold more)")
+    check_probs(student, reference, logits, top_p=1.0, exact=True, what=" (top_p = 1 keeps every token)")
+    batch = tensor(rng, 3, 7)
+    top_p = float(rng.uniform(0.55, 0.85))
+    totals = np.sort(torch.softmax(batch.double(), -1).numpy(), axis=-1)[:, ::-1].cumsum(-1)
+    while np.abs(totals - top_p).min() < 1e-3:                 # away from every running total
+        top_p = float(rng.uniform(0.55, 0.85))
+    check_probs(student, reference, batch, top_p=top_p, exact=True, what=" (a batch of 3 rows)")
+
+
+@exercise("next_token_probs", points=1)
+def test_probs_top_p_ties(student, reference, rng):
+    """top_p takes tokens of equal probability lower index first"""
+    v = 8
+    values = np.array([2.0, 1.0, 1.0, 1.0, 0.5, 0.0, -1.0, -1.0], dtype=np.float32)
+    logits = torch.from_numpy(values[rng.permutation(v)].copy())
+    p_top, p_tie = np.exp(2.0), np.exp(1.0)
+    total = np.exp(values.astype(np.float64)).sum()
+    top_p = float((p_top + 1.5 * p_tie) / total)               # the threshold falls inside the three-way tie
+    check_probs(student, reference, logits, top_p=top_p, exact=True,
+                what=f" = {[round(x, 1) for x in logits.tolist()]} (three tokens tie, and top_p falls among them)")
+
+
+@exercise("next_token_probs", points=2)
+def test_probs_combined_and_batched(student, reference, rng):
+    """temperature, top_k and top_p together on logits with two batch axes: sums to 1, removed tokens exactly 0"""
+    logits = tensor(rng, 2, 3, 10) * 2
+    check_probs(student, reference, logits, float(rng.uniform(0.6, 0.9)), 6, None, exact=True)
+    temperature = float(rng.uniform(1.2, 2.0))
+    scaled = torch.softmax(logits.double() / temperature, -1).numpy()
+    top_p = float(rng.uniform(0.5, 0.8))
+    while np.abs(np.sort(scaled, -1)[..., ::-1].cumsum(-1) - top_p).min() < 1e-3:
+        top_p = float(rng.uniform(0.5, 0.8))
+    check_probs(student, reference, logits, temperature, None, top_p, exact=True)
+    # top_k then top_p: the running totals of the top-k distribution decide
+    k = 5
+    kth = torch.topk(logits.double() / 0.8, k, dim=-1).values[..., -1:]
+    masked = torch.softmax((logits.double() / 0.8).masked_fill(logits.double() / 0.8 < kth, float("-inf")), -1)
+    top_p = float(rng.uniform(0.5, 0.8))
+    while np.abs(np.sort(masked.numpy(), -1)[..., ::-1].cumsum(-1) - top_p).min() < 1e-3:
+        top_p = float(rng.uniform(0.5, 0.8))
+    check_probs(student, reference, logits, 0.8, k, top_p, exact=True)
+
+
+@exercise("next_token_probs", points=1)
+def test_probs_temperature_must_be_positive(student, reference, rng):
+    """next_token_probs raises ValueError unless temperature > 0, and works for temperature > 0"""
+    logits = tensor(rng, 2, 6)
+    for temperature in (0.0, -1.0):
+        expect_error(lambda t=temperature: student.next_token_probs(logits, t),
+                     f"next_token_probs(logits, temperature={temperature:g})", "the temperature must be > 0")
+    check_probs(student, reference, logits, float(rng.uniform(0.5, 2.0)))
+
+
+# ------------------------------------------------------------------------ generate
+
+def call_keeping_args(student, name, args, kwargs):
+    """Call the student's function and return (result, the arguments as they are after the call):
+    the course model built in the student's process comes back as a handle we can ask for its log."""
+    from autograder.grading.student import ExerciseUnavailable, _unwrap, _wrap
+    submission = student._submission
+    try:
+        reply = submission.request("call", target=["name", name], args=_unwrap(list(args)),
+                                   kwargs=_unwrap(dict(kwargs)), return_args=True)
+    except StudentError as err:
+        if err.type == "NameError" and f"'{name}'" in err.message:
+            why = submission.why_missing(name)
+            raise ExerciseUnavailable(why or f"{name} is not defined in your notebook") from None
+        raise
+    return _wrap(submission, reply["result"]), _wrap(submission, reply["args"])
+
+
+class Run:
+    """One generate call on the course model: the tokens, the model's calls and its training flag after."""
+
+    def __init__(self, student, rng, *, b=3, t0=None, new=None, temperature=0.0, top_k=None, top_p=None,
+                 sampled=False, training=True):
+        self.vocab = int(rng.integers(7, 12))
+        self.seed = int(rng.integers(1, 2**31 - 1))
+        self.model = subjects.source(self.seed, self.vocab, training=training)
+        t0 = int(rng.integers(2, 5)) if t0 is None else t0
+        self.new = int(rng.integers(5, 8)) if new is None else new
+        self.prompt = torch.from_numpy(rng.integers(0, self.vocab, size=(b, t0)).astype(np.int64))
+        self.options = dict(temperature=temperature, top_k=top_k, top_p=top_p)
+        self.draw_seed = int(rng.integers(1, 2**31 - 1)) if sampled else None
+        kwargs = dict(self.options)
+        if sampled:
+            kwargs["generator"] = ClassSource(subjects.GENERATOR_NAME, subjects.generator_source(self.draw_seed))
+        knobs = ", ".join(f"{k}={v:g}" for k, v in self.options.items() if v is not None)
+        self.call = (f"generate(model, prompt, {self.new}, {knobs}{', generator=<seeded>' if sampled else ''}) "
+                     f"with a prompt of shape {tuple(self.prompt.shape)}, vocabulary {self.vocab}, the model in "
+                     f"{'training' if training else 'eval'} mode")
+        self.training = training
+        self.tokens, after = call_keeping_args(student, "generate", (ClassSource(subjects.MODEL_NAME, self.model),
+                                                                     self.prompt, self.new), kwargs)
+        log = after[0].method("log")()
+        self.calls, self.training_after = log["calls"], log["training"]
+
+    def expected(self, **switches):
+        return fingerprints.decode_tokens(self.model, subjects.MODEL_NAME, self.prompt, self.new, seed=self.draw_seed,
+                                     **self.options, **switches)
+
+    def check_tokens(self):
+        if isinstance(self.tokens, torch.Tensor) and self.tokens.is_floating_point():
+            raise Mismatch(f"{self.call} returned a float tensor; token ids are integers (torch.long)",
+                           mistake="wrong-type")
+        found = [Variant.of("cache-not-used", "each new token is given to the model alone without the cache, so "
+                            "the model forgets the text before it", cache="dropped"),
+                 Variant.of("generate-train-mode", "the model runs in training mode (model.eval() is never called)",
+                            eval_mode=False)]
+        if self.options["temperature"]:
+            found += [Variant.of("temperature-after-softmax", "next_token_probs divides the probabilities by the "
+                                 "temperature", sampling=(("temperature_on", "probs"),))]
+            if self.options["top_p"] is not None:
+                found += [Variant.of("top-p-drops-threshold-token", "next_token_probs drops the token that crosses "
+                                     "top_p", sampling=(("top_p_rule", "inclusive"),))]
+        expect_tensor(self.tokens, self.expected(), call=self.call, mutants=Fingerprints(self.expected, found, depth=1))
+        if self.tokens.dtype != torch.long:
+            raise Mismatch(f"{self.call} returned dtype {str(self.tokens.dtype).replace('torch.', '')}; token ids "
+                           "are torch.long", mistake="wrong-type")
+
+    def call_problems(self):
+        """[(mistake id or None, words)] about how the model was called."""
+        calls, b, t0 = self.calls, self.prompt.shape[0], self.prompt.shape[1]
+        if not calls:
+            return [(None, "the model was never called")]
+        shown = ", ".join(f"{tuple(s)} with {'no cache' if c is None else f'a cache of {c}'}" for s, c, _, _ in calls[:4])
+        shown += ", ..." if len(calls) > 4 else ""
+        first_shape, first_cache, _, _ = calls[0]
+        problems = []
+        if tuple(first_shape) != (b, t0) or first_cache is not None:
+            problems.append((None, f"the first call must be the whole prompt {(b, t0)} without a cache; the calls were: "
+                             f"{shown}"))
+        rest = calls[1:]
+        if any(tuple(s)[1:] != (1,) for s, _, _, _ in rest if len(s) == 2):
+            problems.append(("cache-not-used", f"after the prompt the model is given more than the new token; the "
+                             f"calls were: {shown}"))
+        elif any(c is None for _, c, _, _ in rest):
+            problems.append(("cache-not-used", f"a new token is given to the model without the cache it returned; the "
+                             f"calls were: {shown}"))
+        elif any(c != t0 + j for j, (_, c, _, _) in enumerate(rest)):
+            problems.append((None, f"each call must get the cache the previous call returned; the calls were: {shown}"))
+        if len(rest) not in (self.new - 1, self.new) and not problems:
+            problems.append((None, f"{len(calls)} calls for {self.new} new tokens: the prompt once, then one per new "
+                             f"token (the last one may be skipped); the calls were: {shown}"))
+        return problems
+
+    def mode_problems(self):
+        problems = []
+        if any(training for _, _, training, _ in self.calls):
+            problems.append(("generate-train-mode", "the model was called in training mode: call model.eval() first"))
+        if any(grad for _, _, _, grad in self.calls):
+            problems.append(("generate-grad-enabled", "the model was called with gradients enabled: run the loop "
+                             "under torch.no_grad()"))
+        if self.training_after != self.training:
+            problems.append(("train-flag-not-restored", f"the model was in {'training' if self.training else 'eval'} "
+                             f"mode before generate and in {'training' if self.training_after else 'eval'} mode after"))
+        return problems
+
+
+def fail_with(run, problems):
+    if problems:
+        raise Mismatch(f"{run.call}: " + "; ".join(words for _, words in problems),
+                       found=[(m, None) for m, _ in problems if m is not None])
+
+
+@exercise("generate", points=2)
+def test_generate_greedy_tokens(student, rng):
+    """greedy generate (temperature 0) gives the reference tokens, the prompt first"""
+    for b in (1, 3):
+        Run(student, rng, b=b, temperature=0).check_tokens()
+
+
+@exercise("generate", points=1)
+def test_generate_sampled_tokens(student, rng):
+    """sampling with a seeded generator gives the reference tokens (temperature, top_k, top_p)"""
+    Run(student, rng, b=4, temperature=0.8, sampled=True).check_tokens()
+    Run(student, rng, b=3, temperature=1.3, top_k=5, top_p=0.9, sampled=True).check_tokens()
+
+
+@exercise("generate", points=2)
+def test_generate_uses_the_cache(student, rng):
+    """the model is called once with the prompt, then with one token (B, 1) at a time and the cache"""
+    for b, new, temperature in ((2, 6, 1.0), (3, 4, 0.0)):
+        run = Run(student, rng, b=b, new=new, temperature=temperature, sampled=temperature > 0)
+        problems = run.call_problems()
+        try:
+            run.check_tokens()
+        except Mismatch as err:
+            if not problems:
+                raise
+            problems += [(m, err.line) for m, _ in err.found if m not in {p for p, _ in problems}] or [(None, err.line)]
+        fail_with(run, problems)
+
+
+@exercise("generate", points=1)
+def test_generate_eval_no_grad_restores_mode(student, rng):
+    """generate runs in eval mode without gradients and leaves the training flag as it found it"""
+    for training, temperature in ((True, 1.0), (False, 0.0)):
+        run = Run(student, rng, b=2, temperature=temperature, sampled=temperature > 0, training=training)
+        problems = run.mode_problems()
+        try:
+            run.check_tokens()
+        except Mismatch as err:
+            if not problems:
+                raise
+        fail_with(run, problems)

@@ -1,0 +1,36 @@
+"""Doing nothing earns nothing (issue 25): constant or input-independent answers to lesson 09's
+exercises (tests/corpus/degenerate_09_*) score 0 on every check of their exercise, not just lose
+some points. Among them: a generate that calls the model exactly as the contract says and returns
+zeros, and an apply_rope that always raises the ValueError the odd-size check asks for."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder.classroom import accuracy
+from autograder.classroom.runner import grade_many
+
+ENTRIES = [e for e in accuracy.load() if e.name.startswith("degenerate_09_")]
+
+
+@pytest.fixture(scope="module")
+def results():
+    with tempfile.TemporaryDirectory(prefix="degenerate-") as tmp:
+        students = accuracy.build_class(ENTRIES, Path(tmp))
+        return grade_many(students, jobs=2, show=lambda *_: None)
+
+
+def test_there_are_degenerate_answers_for_every_exercise():
+    assert {ex for e in ENTRIES for ex in e.wrong} == {"apply_rope", "next_token_probs", "generate"}
+    assert len(ENTRIES) >= 6
+
+
+@pytest.mark.parametrize("name", [e.name for e in ENTRIES])
+def test_degenerate_answer_scores_zero_on_every_check(results, name):
+    entry = next(e for e in ENTRIES if e.name == name)
+    (exercise,) = entry.wrong
+    tests = [t for t in results[name]["tests"] if f"exercise:{exercise}" in t["tags"]]
+    assert tests, results[name]
+    assert all(t["score"] == 0 for t in tests), [(t["name"], t["score"]) for t in tests if t["score"]]
