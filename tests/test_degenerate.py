@@ -58,7 +58,9 @@ def test_every_exercise_has_stand_ins():
 def test_corpus_holds_the_family():
     """tests/corpus/degenerate_*.py is this family, file for file (regenerate with
     `python -c "import degenerate; degenerate.write_corpus('corpus')"` in tests/)."""
-    files = {p.stem: p.read_text(encoding="utf-8") for p in CORPUS.glob("degenerate_*.py")}
+    # (lesson 09's degenerate entries are written by hand and graded in tests/test_degenerate_09.py)
+    files = {p.stem: p.read_text(encoding="utf-8") for p in CORPUS.glob("degenerate_*.py")
+             if not p.stem.startswith("degenerate_09_")}
     want = {degenerate.corpus_name(lesson, gid, kind): degenerate.corpus_text(lesson, gid, kind)
             for lesson, gid, kind, _ in FAMILY}
     assert files == want

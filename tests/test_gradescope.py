@@ -212,5 +212,5 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     result = run_autograder(tmp_path)
     softmax = [t for t in result["tests"] if "exercise:softmax" in t["tags"]]
     assert softmax and all(t["status"] == "passed" for t in softmax), [t["output"] for t in softmax]
-    assert result["score"] == sum(t["max_score"] for t in softmax) < result["max_score"] == 79
+    assert result["score"] == sum(t["max_score"] for t in softmax) < result["max_score"] == 98    # every lesson counts
     assert (source / "autograder" / "checks" / f"test_{L01}.py").read_bytes() == before

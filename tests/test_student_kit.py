@@ -127,7 +127,7 @@ def solution_lines() -> set[str]:
 # What a student's kernel imports, and so what the kit carries besides the lessons' check modules.
 SELF_CHECK_MODULES = [
     "__init__.py", "course.py", "selfcheck.py",
-    "checks/__init__.py", "checks/projection_subjects.py", "checks/pytest.ini",
+    "checks/__init__.py", "checks/generation_subjects.py", "checks/projection_subjects.py", "checks/pytest.ini",
     "diagnose/__init__.py", "diagnose/mistakes.py", "diagnose/root_cause.py",
     "grading/__init__.py", "grading/checking.py", "grading/compare.py", "grading/parameters.py",
     "grading/plugin.py", "grading/recorded.py", "grading/reference.py", "grading/student.py",
@@ -393,7 +393,7 @@ def test_nbgrader_releases_the_kit_and_grades_with_the_course(kit_dir, tmp_path)
     lines = solution_lines()
     assert not [line for text in text_files(released).values() for line in lines if line in text]
     assert (released / "autograder" / "grading" / "recorded.py").exists()
-    assert not (released / "autograder" / "diagnose" / "fingerprints.py").exists()
+    assert not (released / "autograder" / "diagnose" / "fingerprints").exists()
     assert {p.relative_to(released / "autograder") for p in (released / "autograder").rglob("*") if p.is_file()} \
         == {p.relative_to(kit_dir / "autograder") for p in (kit_dir / "autograder").rglob("*")
             if p.is_file() and "__pycache__" not in p.parts}

@@ -106,8 +106,20 @@ def summary(results: dict, title: str | None = None, *, detail: bool = False, ve
     lines = []
     if title:
         lines.append(title)
+    from autograder.diagnose.root_cause import NOT_STARTED
     current = None
-    for (lesson, exercise), entry in by_exercise(results).items():
+    entries = by_exercise(results)
+    untouched = {lesson for lesson, _ in entries} - {        # lessons none of whose exercises is started
+        lesson for (lesson, exercise), entry in entries.items()
+        if not _not_started(_tests_of(results, lesson, exercise), entry["failed"])}
+    for (lesson, exercise), entry in entries.items():
+        if lesson in untouched and not verbose:      # a lesson not started at all is one line
+            if lesson != current:
+                current = lesson
+                score = sum(e["score"] for (l, _), e in entries.items() if l == lesson)
+                total = sum(e["max"] for (l, _), e in entries.items() if l == lesson)
+                lines.append(f"  {lesson:<34} {_pts(score):>2}/{_pts(total):<4} {NOT_STARTED} in each exercise")
+            continue
         if lesson != current:
             current = lesson
             lines.append(f"  {lesson}")

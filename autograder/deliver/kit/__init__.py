@@ -13,7 +13,7 @@ with) are answered from recordings (recorded.py) made here, on the public inputs
      question (any attribute: a mutant function added later is covered). Every fingerprint a
      check offers is evaluated, matched or not, so the kit can name what the full grader names;
   2. assemble: the grader's modules the self-check imports (found by following the imports),
-     with reference.py, fingerprints.py and checks/projection_subjects.py replaced: by the replayer,
+     with reference.py, diagnose/fingerprints/ and checks/projection_subjects.py replaced: by the replayer,
      by nothing, and by lesson 06 subjects built on torch's own attention (kit_subjects.py);
   3. write: deterministic bytes (sorted records, fixed zip timestamps), built in a temporary
      folder and renamed into place.

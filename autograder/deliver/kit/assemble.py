@@ -1,6 +1,6 @@
 """Assemble: the grader's modules a self-check imports (their import closure), with stand-ins.
 
-`grading/reference.py` becomes the replayer, `diagnose/fingerprints.py` is left out (its answers
+`grading/reference.py` becomes the replayer, `diagnose/fingerprints/` is left out (its answers
 are recorded), and lesson 06's subjects are the kit's own (deliver/kit_subjects.py). A module
 under isolate/, classroom/ or deliver/ in the closure is an error: a self-check has no use for it.
 """
@@ -12,10 +12,10 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2]     # autograder/
 # modules the self-check imports that the kit replaces (None: left out)
-REPLACED = {"grading/reference.py": "reference", "diagnose/fingerprints.py": None, "checks/projection_subjects.py": "subjects"}
+REPLACED = {"grading/reference.py": "reference", "diagnose/fingerprints/__init__.py": None, "checks/projection_subjects.py": "subjects"}
 # modules that must never reach the kit (they grade with the reference or hold answers)
 # (a path, or a folder ending in "/": the sandbox, class runs and delivery are never a self-check's business)
-NEVER = ("grading/reference.py", "diagnose/fingerprints.py", "checks/projection_subjects.py", "pipeline.py",
+NEVER = ("grading/reference.py", "diagnose/fingerprints/", "checks/projection_subjects.py", "pipeline.py",
          "__main__.py", "isolate/", "classroom/", "deliver/")
 
 
@@ -74,7 +74,7 @@ def kit_modules(lessons: list[str]) -> list[str]:
             init = "/".join(parts[:n] + ["__init__.py"])
             if (PACKAGE / init).exists():
                 done.add(init)
-    return sorted(done - {"diagnose/fingerprints.py"})
+    return sorted(rel for rel in done if not rel.startswith("diagnose/fingerprints/"))
 
 
 def _swap_mutants_import(text: str, rel: str) -> str:
