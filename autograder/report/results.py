@@ -118,7 +118,8 @@ def summary(results: dict, title: str | None = None, *, detail: bool = False, ve
                 current = lesson
                 score = sum(e["score"] for (l, _), e in entries.items() if l == lesson)
                 total = sum(e["max"] for (l, _), e in entries.items() if l == lesson)
-                lines.append(f"  {lesson:<34} {_pts(score):>2}/{_pts(total):<4} {NOT_STARTED} in each exercise")
+                names = ", ".join(e for (l, e) in entries if l == lesson)
+                lines.append(f"  {lesson:<34} {_pts(score):>2}/{_pts(total):<4} {NOT_STARTED} in {names}")
             continue
         if lesson != current:
             current = lesson
