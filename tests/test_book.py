@@ -32,7 +32,9 @@ COMMAND = {"student": ["jupyter-book", "build", "book/", "--all", "-W"],
                           "--path-output", "book/_build/instructor"]}
 PAGES = ["intro", "mistakes", "genindex", "search"] + [f"lessons/{lid}" for lid in COURSE]
 
-pytestmark = pytest.mark.slow
+# Building the site and running the notebooks are `slow` (left out of the quick loop); the page
+# generation itself is tested quickly on the unexecuted solution notebook.
+slow = pytest.mark.slow
 
 
 @functools.lru_cache(maxsize=None)
@@ -72,6 +74,7 @@ def solution_lines(lesson_id: str) -> set[str]:
 
 # -- static checks: no browser needed ---------------------------------------------------
 
+@slow
 @pytest.mark.parametrize("variant", ["student", "instructor"])
 def test_book_builds_every_page_from_solutions(variant):
     html, _ = build(variant)
@@ -84,6 +87,7 @@ def test_book_builds_every_page_from_solutions(variant):
     assert all(f"lessons/{lid}" in toc for lid in COURSE)
 
 
+@slow
 def test_no_page_refers_to_another_host():
     html, _ = build("student")
     for page in html.rglob("*.html"):
@@ -91,6 +95,7 @@ def test_no_page_refers_to_another_host():
         assert not external, (page.name, external[:3])
 
 
+@slow
 def test_no_file_of_the_student_site_holds_solution_code():
     html, _ = build("student")
     secrets = {line: lid for lid in COURSE for line in solution_lines(lid)}
@@ -103,6 +108,7 @@ def test_no_file_of_the_student_site_holds_solution_code():
             assert not leaked, (str(path.relative_to(html)), leaked[:3])
 
 
+@slow
 def test_common_mistakes_page_lists_the_whole_catalogue():
     html, _ = build("student")
     text = (html / "mistakes.html").read_text()
@@ -116,15 +122,13 @@ def test_solution_line_finder_finds_lines_to_look_for():
         assert len(solution_lines(lesson_id)) >= 2, lesson_id
 
 
-def test_page_generation_strips_solutions_but_keeps_figures(tmp_path):
-    nb = book.executed_solution("01_scaled_dot_product_attention", BUILD / ".executed")
+def test_page_generation_strips_solutions_and_hides_the_plumbing():
+    nb = nbformat.read(str(COURSE["01_scaled_dot_product_attention"].solution_path), as_version=4)
     student = book.page(nb, "student")
     instructor = book.page(nb, "instructor")
     secret = sorted(solution_lines("01_scaled_dot_product_attention"))[0]
     assert secret not in nbformat.writes(student)
     assert secret in nbformat.writes(instructor)
-    images = [o for c in student.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
-    assert images
     checks = [c for c in student.cells if c.metadata.get("nbgrader", {}).get("grade")]
     assert checks and all(not c.outputs for c in checks)
     # the setup cell keeps its imports; the self-check plumbing moves to a cell the site removes
@@ -133,6 +137,27 @@ def test_page_generation_strips_solutions_but_keeps_figures(tmp_path):
     hidden = [c for c in student.cells if "remove-cell" in c.metadata.get("tags", [])]
     assert len(hidden) == 1 and "from autograder.selfcheck import checker" in hidden[0].source
     assert 'check = checker("01_scaled_dot_product_attention")' in hidden[0].source
+
+
+def test_the_generated_pages_name_every_mistake_and_every_point():
+    text = book.mistakes_page()
+    from autograder.diagnose.mistakes import CATALOGUE
+    assert all(f"({m.id})=" in text and f"## `{m.id}`" in text for m in CATALOGUE.values())
+    table = book.points_table()
+    assert table.rstrip().endswith("| **all lessons** | | **98** |")     # the contract's 98 points
+    assert sum(f"`{ex}`" in table for lesson in COURSE.values() for ex in lesson.exercises) == \
+        sum(len(lesson.exercises) for lesson in COURSE.values())
+
+
+@slow
+def test_the_executed_page_keeps_the_reference_figures_and_empties_the_self_checks():
+    nb = book.executed_solution("01_scaled_dot_product_attention", BUILD / ".executed")
+    student = book.page(nb, "student")
+    images = [o for c in student.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+    assert images
+    checks = [c for c in student.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert checks and all(not c.outputs for c in checks)
+    assert sorted(solution_lines("01_scaled_dot_product_attention"))[0] not in nbformat.writes(student)
 
 
 # -- the browser ------------------------------------------------------------------------
@@ -221,6 +246,7 @@ def screenshot(driver, variant: str, page: str) -> Path:
 RAW_MATH = re.compile(r"(?<![\w$])\$[^$\n]{1,200}\$(?!\w)|\\\(|\\\[")
 
 
+@slow
 @pytest.mark.parametrize("page", PAGES)
 @pytest.mark.parametrize("variant", ["student", "instructor"])
 def test_page_in_a_real_browser(browser, served, variant, page):

@@ -10,6 +10,8 @@ import pytest
 from autograder.course import COURSE
 from conftest import ROOT, notebook_with, run_cli
 
+pytestmark = pytest.mark.slow     # builds the kit, runs notebooks or grades whole classes: not in the quick loop
+
 L01 = "01_scaled_dot_product_attention"
 
 

@@ -165,6 +165,7 @@ def graded_class(tmp_path_factory):
     return out, json.loads((root / "r.json").read_text())
 
 
+@pytest.mark.slow
 def test_grade_writes_the_class_report(graded_class):
     out, results = graded_class
     text = (out / REPORT_NAME).read_text()
@@ -191,6 +192,7 @@ def browser(tmp_path_factory):
         yield driver
 
 
+@pytest.mark.slow
 def test_class_report_in_a_real_browser(graded_class, browser):
     out, _ = graded_class
     url = (out / REPORT_NAME).as_uri()

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import run_cli
 
 
@@ -29,6 +31,7 @@ def test_bad_option_is_a_usage_error():
     assert run_cli("grade", "lessons/", "--jobs", "0").returncode == 2
 
 
+@pytest.mark.slow
 def test_single_notebook_with_json(tmp_path):
     out = tmp_path / "r.json"
     run = run_cli("grade", "solutions/01_scaled_dot_product_attention.ipynb", "--json", out)
@@ -38,6 +41,7 @@ def test_single_notebook_with_json(tmp_path):
     assert {t["tags"][0] for t in results["tests"]} == {"lesson:01_scaled_dot_product_attention"}
 
 
+@pytest.mark.slow
 def test_broken_notebook_is_a_graded_result_not_a_crash(tmp_path):
     folder = tmp_path / "student"
     folder.mkdir()
@@ -50,6 +54,7 @@ def test_broken_notebook_is_a_graded_result_not_a_crash(tmp_path):
     assert all("not valid JSON" in t["output"] for t in results["tests"])
 
 
+@pytest.mark.slow
 def test_one_notebook_shows_the_whole_diagnosis_and_brief_one_line_per_exercise(tmp_path):
     """Where the student looks: the terminal shows the self-check's text for each exercise that
     lost points (root cause, mistake, fix, one line per failing check), never one truncated line;

@@ -8,6 +8,8 @@ import pytest
 from autograder.classroom import accuracy
 from autograder.diagnose.mistakes import CATALOGUE
 
+pytestmark = pytest.mark.slow     # builds the kit, runs notebooks or grades whole classes: not in the quick loop
+
 ENTRIES = accuracy.load()
 
 

@@ -38,6 +38,7 @@ def grade(lesson: str, grade_id: str, source: str) -> list[dict]:
 
 @pytest.mark.parametrize("lesson,grade_id,kind,source", FAMILY,
                          ids=[f"{lesson[:2]}-{gid}-{kind}" for lesson, gid, kind, _ in FAMILY])
+@pytest.mark.slow
 def test_doing_nothing_scores_zero(lesson, grade_id, kind, source):
     results = grade(lesson, grade_id, source)
     assert results, f"{lesson} {grade_id}: no check ran"

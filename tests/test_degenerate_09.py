@@ -27,6 +27,7 @@ def test_there_are_degenerate_answers_for_every_exercise():
     assert len(ENTRIES) >= 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [e.name for e in ENTRIES])
 def test_degenerate_answer_scores_zero_on_every_check(results, name):
     entry = next(e for e in ENTRIES if e.name == name)

@@ -105,6 +105,7 @@ def selfcheck(lesson, exercise, cells, verbose=False):
 
 # -- the untouched course -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_untouched_course_is_one_line_per_exercise(lessons_results):
     results, stdout = lessons_results
     lines = stdout.splitlines()
@@ -167,6 +168,7 @@ def typical(tmp_path_factory):
     return grade(tmp / "student", tmp)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lesson, exercise, old, new, mistake", MISTAKES, ids=[m[0][:2] for m in MISTAKES])
 def test_a_typical_mistake_is_said_once(typical, lesson, exercise, old, new, mistake):
     results, stdout, markdown = typical
@@ -205,6 +207,7 @@ def test_a_typical_mistake_is_said_once(typical, lesson, exercise, old, new, mis
     assert all(f"lesson:{lesson}" in t["tags"] and f"exercise:{exercise}" in t["tags"] for t in failed)
 
 
+@pytest.mark.slow
 def test_the_typical_course_is_short(typical):
     results, stdout, markdown = typical
     assert len(stdout.splitlines()) <= 10 * len(LESSONS), stdout      # 150 before, for eight lessons
@@ -224,6 +227,7 @@ def two_mistakes(tmp_path_factory):
     return (entry, cells, *grade(tmp / "student", tmp), run_cli("grade", tmp / "student", "--verbose"))
 
 
+@pytest.mark.slow
 def test_two_mistakes_are_each_said_once_with_their_fix(two_mistakes):
     entry, cells, results, stdout, markdown, verbose = two_mistakes
     [exercise] = entry.wrong

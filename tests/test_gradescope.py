@@ -81,6 +81,7 @@ def test_grading_requirements_keep_the_course_pins_and_refuse_a_missing_one():
         grading_requirements(text.replace("torch==2.13.0", ""))
 
 
+@pytest.mark.slow
 def test_run_autograder_grades_the_upload_into_results_json(bundle, tmp_path):
     source = unpack(bundle, tmp_path)
     sub = tmp_path / "submission"
@@ -112,6 +113,7 @@ def test_run_autograder_grades_the_upload_into_results_json(bundle, tmp_path):
     assert "__MACOSX" not in result["output"]
 
 
+@pytest.mark.slow
 def test_bundle_for_some_lessons_grades_only_those(tmp_path):
     out = tmp_path / "two.zip"
     run = run_cli("gradescope", "--out", out, "--lessons", L01, L02)
@@ -195,6 +197,7 @@ def softmax(x, axis=-1):
 '''
 
 
+@pytest.mark.slow
 def test_a_submission_cannot_forge_results_json_or_edit_the_bundle(bundle, tmp_path, file_protection):
     from conftest import notebook_with
     source = unpack(bundle, tmp_path)

@@ -11,6 +11,7 @@ from autograder.report.results import by_exercise
 from conftest import ROOT, exercise_pairs, run_cli
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lesson,exercise", exercise_pairs())
 def test_reference_solution_gets_full_marks(solutions_results, lesson, exercise):
     results, _ = solutions_results
@@ -20,6 +21,7 @@ def test_reference_solution_gets_full_marks(solutions_results, lesson, exercise)
     assert entry["score"] == entry["max"], [t["output"] for t in entry["failed"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lesson,exercise", exercise_pairs())
 def test_untouched_stub_gets_zero_with_not_implemented(lessons_results, lesson, exercise):
     results, _ = lessons_results
@@ -29,6 +31,7 @@ def test_untouched_stub_gets_zero_with_not_implemented(lessons_results, lesson, 
         assert "mistake:not-implemented" in test["tags"], test
 
 
+@pytest.mark.slow
 def test_results_follow_the_gradescope_format(solutions_results):
     results, _ = solutions_results
     assert set(results) >= {"score", "max_score", "tests"}
@@ -41,6 +44,7 @@ def test_results_follow_the_gradescope_format(solutions_results):
         assert any(t.startswith("exercise:") for t in test["tags"])
 
 
+@pytest.mark.slow
 def test_terminal_report_names_what_to_implement(lessons_results):
     _, stdout = lessons_results
     assert "not started: replace `raise NotImplementedError()` with your code" in stdout
@@ -49,11 +53,13 @@ def test_terminal_report_names_what_to_implement(lessons_results):
     assert "total 0/" in stdout
 
 
+@pytest.mark.slow
 def test_terminal_report_shows_full_marks(solutions_results):
     results, stdout = solutions_results
     assert f"total {results['max_score']:g}/{results['max_score']:g}" in stdout
 
 
+@pytest.mark.slow
 def test_contract_checker_passes():
     checker = ROOT.parent / "shared" / "check_contract.py"
     if not checker.exists():

@@ -7,7 +7,11 @@ import json
 import os
 import shutil
 
+import pytest
+
 from conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.slow     # builds the kit, runs notebooks or grades whole classes: not in the quick loop
 
 LESSON = "01_scaled_dot_product_attention"
 ESC = "\x1b[2J\x1b]0;pwned\x07"

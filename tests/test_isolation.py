@@ -96,6 +96,7 @@ def test_hostile_submission_scores_zero_and_spares_the_rest(grade, tmp_path, cas
         assert f"mistake:{mistake}" in tags(softmax), outputs(softmax)
 
 
+@pytest.mark.slow
 def test_hang_is_cut_at_the_time_limit(grade, tmp_path):
     softmax, attention, seconds = grade_softmax(grade, tmp_path, "def softmax(x, axis=-1):\n    while True:\n        pass\n",
                                                 time_limit=2.0)
@@ -105,6 +106,7 @@ def test_hang_is_cut_at_the_time_limit(grade, tmp_path):
     assert seconds < 30
 
 
+@pytest.mark.slow
 def test_ignoring_sigterm_and_spawning_children_leaves_nothing_behind(grade, tmp_path):
     import uuid
     marker = f"autograder-survivor-{uuid.uuid4().hex}"
@@ -131,6 +133,7 @@ def _has(pid, marker):
         return False
 
 
+@pytest.mark.slow
 def test_memory_limit(sandbox, tmp_path):
     from autograder.pipeline import grade_student
     from autograder.isolate.sandbox import Sandbox

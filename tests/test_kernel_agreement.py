@@ -13,6 +13,8 @@ from nbclient import NotebookClient
 from autograder.course import COURSE
 from autograder.report.results import by_exercise
 
+pytestmark = pytest.mark.slow     # builds the kit, runs notebooks or grades whole classes: not in the quick loop
+
 SOFTMAX = '''def softmax(x, axis=-1):
     shifted = x - np.max(x, axis=axis, keepdims=True)
     e = np.exp(shifted)
@@ -104,7 +106,6 @@ def kernel_scores(nb, folder) -> dict[str, float]:
     return scores
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_the_grader_agrees_with_the_self_check(grade, tmp_path, name):
     lesson, nb = case(name)

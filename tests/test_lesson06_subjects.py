@@ -92,6 +92,7 @@ def test_projections(mha_class):
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cheat", sorted(CHEATS))
 def test_a_test_that_does_not_look_at_behaviour_earns_nothing_like_full_marks(grade, tmp_path, cheat):
     path = notebook_with(LESSON, {"test_projections": CHEATS[cheat]}, tmp_path / "s")

@@ -8,10 +8,13 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from nbgrader.api import Gradebook
 
 from autograder.course import COURSE
 from conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.slow     # runs nbgrader's whole pipeline on a class: not in the quick loop
 
 LESSON = "01_scaled_dot_product_attention"
 PARTIAL = {

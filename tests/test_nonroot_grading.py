@@ -6,7 +6,11 @@ import json
 import os
 import shutil
 
+import pytest
+
 from conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.slow     # builds the kit, runs notebooks or grades whole classes: not in the quick loop
 
 LESSON = "01_scaled_dot_product_attention"
 

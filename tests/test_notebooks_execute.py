@@ -12,6 +12,8 @@ import pytest
 from autograder.deliver import book
 from conftest import lesson_ids
 
+pytestmark = pytest.mark.slow     # builds the kit, runs notebooks or grades whole classes: not in the quick loop
+
 
 def execute(lesson: str):
     try:

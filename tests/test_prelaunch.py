@@ -14,6 +14,7 @@ from autograder.isolate import bwrap
 from autograder.isolate.sandbox import Sandbox, _kill_group, prelaunch
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(bwrap.find_bwrap() is None, reason="bubblewrap is not installed")
 def test_an_adopted_worker_runs_children_and_goes_away():
     started = prelaunch(1024 ** 3)
@@ -37,6 +38,7 @@ def test_an_adopted_worker_runs_children_and_goes_away():
     assert proc.poll() is not None
 
 
+@pytest.mark.slow
 def test_a_worker_that_never_says_ready_is_replaced():
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])

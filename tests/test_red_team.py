@@ -91,6 +91,7 @@ def _remove_host_sysv(key: int) -> None:
         libc.semctl(i, 0, ipc_rmid)
 
 
+@pytest.mark.slow
 def test_sysv_ipc_objects_do_not_outlive_the_child(fresh_box):
     """[R U D] SysV shared memory, message queues and semaphores persist after their creator dies:
     in the worker's IPC namespace until the job ends, and under Docker on the host forever. A
@@ -122,6 +123,7 @@ except OSError as exc:
 '''
 
 
+@pytest.mark.slow
 def test_scratch_files_cannot_exceed_the_memory_limit(box):
     """[R U D] The scratch folder is on a tmpfs (bubblewrap's /tmp: RAM) or on the host's /tmp
     (Docker): files written there do not count against RLIMIT_AS. With a 1 GiB limit a child
@@ -160,6 +162,7 @@ def test_memfd_memory_cannot_exceed_the_memory_limit(box):
 
 # ================================================================== the worker and classmates
 
+@pytest.mark.slow
 def test_a_student_cannot_change_the_workers_limits_priority_or_affinity(fresh_box):
     """[U] (held as root and under Docker: other uid) As an ordinary user every child has the
     worker's uid, so prlimit(2), setpriority(2) and sched_setaffinity(2) on the worker are
@@ -194,6 +197,7 @@ for name, action in [("prlimit", lambda: resource.prlimit(worker, resource.RLIMI
     assert after["cpus"] == before["cpus"], (tried, before, after)
 
 
+@pytest.mark.slow
 def test_a_student_cannot_lock_later_classmates_out_of_the_scratch_root(fresh_box):
     """[U] (held as root and under Docker) As an ordinary user bubblewrap's /tmp belongs to the
     children's own uid, and Landlock does not govern chmod: os.chmod('/tmp', 0) makes every later
@@ -245,6 +249,7 @@ RESULT = None
 '''
 
 
+@pytest.mark.slow
 def test_a_cpu_hog_cannot_starve_a_classmate_graded_in_parallel(box):
     """[R U D] With --jobs 2, student A's child forks 100 busy processes, each in a new session.
     Each session is a scheduler autogroup of its own, so A takes ~100/101 of the CPU for as long as
@@ -269,6 +274,7 @@ def test_a_cpu_hog_cannot_starve_a_classmate_graded_in_parallel(box):
         other_job.close()
 
 
+@pytest.mark.slow
 def test_sigio_cannot_be_aimed_at_the_worker_or_the_grader(fresh_box):
     """[R U D] (held) F_SETOWN + O_ASYNC + F_SETSIG(SIGKILL) on the child's socket would have the
     kernel signal the worker or the grader on every request. Landlock's signal scope stops it."""
@@ -373,6 +379,7 @@ PEEKING_TEST = '''def test_projections(mha_class):
 '''
 
 
+@pytest.mark.slow
 def test_lesson06_credit_needs_a_behavioural_test(tmp_path):
     """[R U D] The lesson-06 subjects are sent into the student's process, where a test can read
     their module global ROUTE (or their source, via the executor it can monkeypatch) instead of
@@ -390,6 +397,7 @@ def test_lesson06_credit_needs_a_behavioural_test(tmp_path):
 
 # ================================================================== untrusted files and frames
 
+@pytest.mark.slow
 def test_a_crafted_cell_costs_only_its_own_notebook(tmp_path):
     """[R U D] ast.parse raises MemoryError (deep unary minus) or RecursionError (long attribute
     chains) on a graded cell; notebook.defined_names catches only SyntaxError and ValueError, so
@@ -455,6 +463,7 @@ def forge():
     assert attempt(box, "RESULT = 'alive'\n") == "alive"
 
 
+@pytest.mark.slow
 def test_gradescope_survives_a_crafted_upload(tmp_path):
     """[R U D] (held) An upload with a FIFO, a link to /dev/zero, a link to the solutions, a folder
     link loop, an old results.json and a file name with escape codes: the good notebook is graded,
@@ -489,6 +498,7 @@ def test_gradescope_survives_a_crafted_upload(tmp_path):
     assert "\x1b" not in run.stdout + run.stderr
 
 
+@pytest.mark.slow
 def test_no_bidi_override_reaches_the_terminal_or_feedback(tmp_path):
     """[R U D] (low) terminal_safe escapes C0/C1 controls but not Unicode bidi controls
     (U+202E RIGHT-TO-LEFT OVERRIDE, U+2066..2069 isolates): a folder name or an exception message
@@ -556,6 +566,7 @@ RESULT = {
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="x86_64 machine code")
 def test_seccomp_cannot_be_sidestepped_through_another_syscall_abi(box):
     """[R U D] (held) unshare(CLONE_NEWUSER) through int 0x80 (i386 numbers) and through the x32
@@ -596,6 +607,7 @@ def _feedback_of_fence_breaker(tmp_path):
     return result, feedback_markdown(name, result)
 
 
+@pytest.mark.slow
 def test_student_text_cannot_close_a_feedback_fence_in_nbconvert(tmp_path):
     """[R U D] Issue 20, point 6: an exception message holding a line of three backticks closed the
     fenced block of feedback.md; rendered with nbconvert's Markdown renderer (mistune) it showed a
@@ -614,6 +626,7 @@ def test_student_text_cannot_close_a_feedback_fence_in_nbconvert(tmp_path):
     assert result["score"] < result["max_score"]
 
 
+@pytest.mark.slow
 def test_student_text_cannot_inject_markup_into_feedback_in_chromium(tmp_path):
     """[R U D] Issue 20, point 6, in a real browser: the feedback page rendered by nbconvert and
     opened in headless Chromium runs no script of the student's and shows no forged score."""
@@ -639,6 +652,7 @@ def test_student_text_cannot_inject_markup_into_feedback_in_chromium(tmp_path):
         assert forged == 0
 
 
+@pytest.mark.slow
 def test_results_json_outputs_are_plain_text_without_controls(tmp_path):
     """[R U D] Issue 20, point 6: results.json tells Gradescope to show outputs as text (never
     Markdown or HTML), and no control character of a student's message survives in it."""
@@ -679,6 +693,7 @@ def test_projections(mha_class):
 '''
 
 
+@pytest.mark.slow
 def test_lesson06_subjects_cannot_count_calls_in_shared_memory(tmp_path):
     """[R U D] Issue 20, point 3: the subjects ran in forks of the notebook's process, sharing its
     MAP_SHARED memory and scratch folder, in a fixed order; a test that counts its calls (never
@@ -729,6 +744,7 @@ print("SOLUTIONS=" + " ".join(glob.glob(os.path.join(os.environ.get("AUTOGRADER_
 '''
 
 
+@pytest.mark.slow
 def test_nbgrader_grades_come_from_the_sandbox_not_the_students_kernel(tmp_path):
     """[R U D] Issue 20, point 1: under `nbgrader autograde` the self-check cells were the grade, run
     in the student's own kernel as the instructor. A cell rebinding `check` to return None got full
@@ -841,6 +857,7 @@ for _o in gc.get_objects():
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hide", ["module", "gc", "closure"])
 def test_a_patched_executor_cannot_hide_an_in_place_softmax(tmp_path, hide):
     """[R U D] Issue 20, point 7: a cell that wrapped Executor.op_call so that it reported deep
@@ -914,6 +931,7 @@ def _lesson01_with(tmp_path, before: list[str], name: str = "s") -> dict:
     return {"01_scaled_dot_product_attention": path}
 
 
+@pytest.mark.slow
 def test_a_spent_budget_runs_nothing_more_and_is_said_once(tmp_path):
     """[R U D] Review, issue 20 point 5: budget 5 s; one 6 s cell and 400 trivial cells took 18-21 s
     and 409 worker children (a spent budget cut every later cell, and each cut respawned)."""
@@ -935,6 +953,7 @@ def test_a_spent_budget_runs_nothing_more_and_is_said_once(tmp_path):
     assert result["score"] == 0 < result["max_score"]
 
 
+@pytest.mark.slow
 def test_cells_that_kill_the_worker_cannot_respawn_it_without_end(tmp_path):
     """[R U D] Review, issue 20 point 5: 1,500 cells of os._exit(0) added 62 s to a CLI run (every
     crash respawned the worker and re-ran every cell before it, none of it charged). After
@@ -958,6 +977,7 @@ def test_cells_that_kill_the_worker_cannot_respawn_it_without_end(tmp_path):
     assert result["score"] == result["max_score"] > 0, result.get("output")   # the graded cells still ran
 
 
+@pytest.mark.slow
 def test_the_time_budget_charges_starting_workers(tmp_path):
     """[R U D] Starting a child is the student's time: with a worker whose spawns take 1 s each, a
     2 s budget is spent after two of them, however cheap the cells are."""
@@ -1013,6 +1033,7 @@ def _bomb(path, elements: int):
 
 @pytest.mark.parametrize("case", ["one 3 MB cell", "JSON bomb under 2 MB", "JSON bomb of 100 MB",
                                   "4,000 cells", "a 4 MB cell"])
+@pytest.mark.slow
 def test_reading_a_notebook_costs_the_grader_bounded_memory(tmp_path, case):
     """[R U D] Review, issue 20 point 4: a 3 MB notebook holding one cell `x = [0, 0, ...]` made
     the grader peak at 1,652 MB (ast.parse in the grader, no limit). Parsing what a student wrote
@@ -1062,6 +1083,7 @@ print(json.dumps({"grew_mb": grew, "outcome": outcome}))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("answer", ["8 MB of [] in a forged header", "a 48 MB array"])
 def test_a_huge_answer_on_the_wire_costs_the_grader_bounded_memory(answer):
     """[R U D] A forged reply of 8 MB of `[],[],...` (within the header limit) cost the grader

@@ -211,6 +211,7 @@ def test_generate_greedy_equals_recomputation(ref, which):
     assert torch.equal(got, generate_by_recomputation(model, prompt, 20, 0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["tinygpt", "course model"])
 @pytest.mark.parametrize("kwargs", [dict(temperature=1.0), dict(temperature=0.8, top_k=4, top_p=0.9)])
 def test_generate_seeded_equals_recomputation(ref, which, kwargs):

@@ -23,6 +23,7 @@ def test_release_is_deterministic(tmp_path):
     assert first == {p.name: p.read_bytes() for p in [*sorted(LESSONS.glob("*.ipynb")), LESSONS / "nbgrader_config.py"]}
 
 
+@pytest.mark.slow
 def test_release_command_rewrites_nothing_when_in_sync():
     before = {p: p.read_bytes() for p in LESSONS.glob("*.ipynb")}
     run = run_cli("release")
@@ -56,6 +57,7 @@ def test_every_stub_is_followed_by_its_self_check(lesson):
             assert nxt.get("points", 0) > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", [".", "lessons"])
 def test_students_see_no_missing_nbgrader_config_warning(where):
     """Jupyter started in the repository or in lessons/ loads nbgrader's apps (Validate, the

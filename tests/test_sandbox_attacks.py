@@ -54,6 +54,7 @@ def attempt(sandbox, code: str, timeout: float = 20.0):
         child.close()
 
 
+@pytest.mark.slow
 def test_the_setting_is_the_one_ci_asked_for(box):
     layers = box.check()
     if os.environ.get("AUTOGRADER_EXPECT_VENV"):   # .ci/run: from a virtual environment in the clone
@@ -104,6 +105,7 @@ def read_targets(tmp_path) -> list[str]:
             str(Path.home()), "/etc/passwd"]
 
 
+@pytest.mark.slow
 def test_student_code_reads_nothing_of_the_course_class_or_machine(box, open_box, tmp_path):
     targets = read_targets(tmp_path)
     code = f"TARGETS = {targets!r}\n" + READ
@@ -153,6 +155,7 @@ def test_student_code_writes_nothing_outside_its_scratch_folder(box, open_box, t
 
 # ------------------------------------------------------------------------------ signals
 
+@pytest.mark.slow
 def test_student_code_cannot_signal_the_grader_the_worker_or_a_classmate(box, open_box):
     classmate = box.spawn()              # another student's child in the same worker
     other_box = Sandbox(memory_bytes=1024 ** 3)
@@ -329,6 +332,7 @@ def forge():
     box.spawn().close()   # the worker is fine
 
 
+@pytest.mark.slow
 def test_memory_and_process_limits_hold(box):
     code = '''
 import os
@@ -376,6 +380,7 @@ class StallingSandbox(Sandbox):
         return super().spawn()
 
 
+@pytest.mark.slow
 def test_a_stalled_worker_is_replaced_and_the_student_regraded(tmp_path):
     from autograder.pipeline import grade_student
     sandbox = StallingSandbox()
@@ -393,6 +398,7 @@ def test_a_stalled_worker_is_replaced_and_the_student_regraded(tmp_path):
 
 # ------------------------------------------------------------------------------ trusting answers
 
+@pytest.mark.slow
 def test_published_errors_is_judged_on_one_answer(grade, tmp_path):
     """Everything on the first call (names every error), nothing on the next (names no correct
     value): judged on one answer, it cannot pass both checks."""
@@ -495,6 +501,7 @@ def venv(request, tmp_path):
     subprocess.run(["rm", "-rf", "--one-file-system", str(place)], check=False)
 
 
+@pytest.mark.slow
 def test_the_sandbox_starts_from_a_virtual_environment_and_hides_the_course_around_it(venv):
     """Review, issue 20 point 9: from .venv/bin/python, bubblewrap could not start the interpreter
     (the course folder, and the venv in it, were hidden), and the grader silently fell back to no
@@ -542,6 +549,7 @@ def test_a_worker_that_fails_to_start_where_namespaces_work_is_an_error_not_a_fa
         sandbox.close()
 
 
+@pytest.mark.slow
 def test_doctor_says_isolated_only_when_every_layer_is_in_force():
     run = subprocess.run([sys.executable, "-m", "autograder", "doctor"], cwd=ROOT, capture_output=True, text=True,
                          timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -555,6 +563,7 @@ def test_doctor_says_isolated_only_when_every_layer_is_in_force():
         assert run.returncode == 0
 
 
+@pytest.mark.slow
 def test_a_class_run_reaps_every_process_it_started(tmp_path):
     """Review, issue 20 point 8: the class run's fork server outlived it, orphaned to init."""
     import multiprocessing.forkserver

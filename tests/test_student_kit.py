@@ -26,6 +26,8 @@ from autograder.grading import recorded
 from autograder.course import COURSE, available_lessons
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow     # builds the kit, runs notebooks or grades whole classes: not in the quick loop
+
 LESSONS = [lesson.id for lesson in available_lessons()]
 DRIVER = ROOT / "tests" / "support" / "kit_driver.py"
 SECRET = "a course secret for the tests"
@@ -60,11 +62,14 @@ def solution_cells(lesson: str) -> dict[str, str]:
 
 
 def run_cells(lesson: str, replace: dict[str, str]) -> list[str]:
-    """The released lesson's code cells up to its last self-check, graded cells replaced."""
+    """The released lesson's code cells up to its last self-check, graded cells replaced. Cells
+    tagged `slow-demo` (training runs, timings) are left out, as the grader leaves them out: no
+    check reads what they make, and lesson 09's training alone would cost ~40 s per run here
+    (tests/test_notebooks_execute.py runs every cell of every lesson)."""
     cells = code_cells(COURSE[lesson].released_path)
     last = max(i for i, c in enumerate(cells) if c["metadata"].get("nbgrader", {}).get("grade"))
     return [replace.get(c["metadata"].get("nbgrader", {}).get("grade_id"), "".join(c["source"]))
-            for c in cells[:last + 1]]
+            for c in cells[:last + 1] if "slow-demo" not in c["metadata"].get("tags", [])]
 
 
 def points(lesson: str) -> dict[str, float]:

@@ -73,6 +73,7 @@ def _trickle(sock, frame, pause):
     threading.Thread(target=run, daemon=True).start()
 
 
+@pytest.mark.slow
 def test_a_trickled_frame_is_cut_at_the_deadline_not_at_each_byte():
     """1 byte every 0.1 s: each recv finishes well inside a per-call timeout, so only a deadline
     for the whole frame stops it (the control shows a per-call timeout alone does not)."""
