@@ -24,16 +24,19 @@ from autograder.report.results import feedback_markdown, summary, terminal_safe,
 
 _sandbox = None
 _init_error: Exception | None = None
+_grader_loaded = False
+PRELOAD_LESSONS = "AUTOGRADER_PRELOAD_LESSONS"    # the lessons of a class run, for its fork server
 
 
-def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None):
+def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None, lessons=()):
     """Set up one job: its sandbox, with the worker the main process started for it (one of
-    `prelaunched`, (pid, control socket) pairs; `taken` counts the ones already adopted)."""
+    `prelaunched`, (pid, control socket) pairs; `taken` counts the ones already adopted), and
+    the grader's side of `lessons` (the lessons it will grade). torch is imported, here and in
+    the worker, only when one of those lessons uses it."""
     global _sandbox
-    import torch
-    torch.set_num_threads(1)
     from autograder.isolate.sandbox import Sandbox
-    _sandbox = Sandbox(memory_bytes=memory_bytes, allow_unsandboxed=allow_unsandboxed)
+    extras = job_extras(lessons)
+    _sandbox = Sandbox(memory_bytes=memory_bytes, allow_unsandboxed=allow_unsandboxed, extras=extras)
     # a job ends its worker (and reaps it) when it exits, not when the kernel notices
     import multiprocessing.util
     multiprocessing.util.Finalize(_sandbox, _sandbox.close, exitpriority=10)
@@ -48,11 +51,47 @@ def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None)
             _sandbox.adopt(pid, control)
         else:
             control.close()            # another job's worker
+    if mine is None:
+        _sandbox.begin()   # the worker loads its modules while this process loads the grader's
+    _load_grader(lessons, "torch" in extras)
     try:
         _sandbox.check()   # start the worker now, so the report can name its layers from the start
     except Exception as exc:   # said once per student (below), never hidden by a broken pool
         global _init_error
         _init_error = exc
+
+
+def job_extras(lessons) -> tuple[str, ...]:
+    """What the workers preload beyond NumPy and matplotlib for `lessons` (worker.EXTRAS)."""
+    from autograder.course import COURSE
+    from autograder.isolate.worker import EXTRAS
+    from autograder.load.notebook import lesson_imports
+    used = set().union(*(lesson_imports(COURSE[lid]) for lid in lessons if lid in COURSE))
+    return tuple(sorted(used & set(EXTRAS)))
+
+
+def _load_grader(lessons, torch_too: bool) -> None:
+    """Import the grader's modules, run the reference solutions and import the check modules of
+    `lessons`, once per process (a fork server's jobs inherit it: preload.py)."""
+    global _grader_loaded
+    if _grader_loaded:
+        return
+    _grader_loaded = True
+    if torch_too:
+        import torch
+        torch.set_num_threads(1)
+    from autograder.grading.plugin import GradingPlugin, run_checks
+    from autograder.grading.reference import load_reference
+    from autograder import pipeline  # noqa: F401
+    for lesson in lessons:
+        try:
+            load_reference(lesson)
+        except Exception:   # a broken solutions/ notebook is reported where it is needed
+            pass
+    try:   # a session that keeps no check imports (and assertion-rewrites) the check modules
+        run_checks(GradingPlugin({}), list(lessons))
+    except Exception:
+        pass
 
 
 def _grade_one(student: str, notebooks: dict[str, str], time_limit: float):
@@ -93,6 +132,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
                 continue
         todo[student] = notebooks
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    lessons = sorted({lesson for notebooks in todo.values() for lesson in notebooks})
 
     layers: list[str] = []
 
@@ -108,7 +148,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
             write_atomic(folder / "fingerprint", fingerprint(students[student]) + "\n")
 
     if jobs == 1:
-        _job_init(memory_bytes, allow_unsandboxed)
+        _job_init(memory_bytes, allow_unsandboxed, lessons=lessons)
         try:
             for student, notebooks in _progress(todo.items(), progress, len(todo)):
                 finish(*_grade_one(student, {k: str(v) for k, v in notebooks.items()}, time_limit))
@@ -121,17 +161,20 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
         # threads or open files of ours.
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["autograder.classroom.preload"])
+        os.environ[PRELOAD_LESSONS] = ",".join(lessons)   # read by the fork server's preload
         # The jobs' workers start now, in bubblewrap, and load torch while the fork server loads
         # the grader; each job adopts one (sandbox.prelaunch). The workers' parent is this process,
         # which ends and reaps them when the jobs are done.
         from autograder.isolate.sandbox import _kill_group, prelaunch
-        prelaunched = [w for w in (prelaunch(memory_bytes) for _ in range(jobs)) if w is not None]
+        prelaunched = [w for w in (prelaunch(memory_bytes, job_extras(lessons)) for _ in range(jobs))
+                       if w is not None]
         taken = ctx.Value("i", 0)
         pool = None
         try:
             with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_job_init,
                                      initargs=(memory_bytes, allow_unsandboxed,
-                                               [(proc.pid, control) for proc, control in prelaunched], taken)) as pool:
+                                               [(proc.pid, control) for proc, control in prelaunched], taken,
+                                               lessons)) as pool:
                 futures = [pool.submit(_grade_one, s, {k: str(v) for k, v in nbs.items()}, time_limit)
                            for s, nbs in todo.items()]
                 for future in _progress(as_completed(futures), progress, len(futures)):
@@ -142,6 +185,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
                 _kill_group(proc)
             pool = taken = None   # the pool keeps the counter's semaphore in its initargs
             _stop_helpers()
+            os.environ.pop(PRELOAD_LESSONS, None)
 
     ordered = {s: results[s] for s in students}
     if out_dir is not None:

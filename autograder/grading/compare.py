@@ -15,6 +15,7 @@ where) without guessing. A Mismatch carries every mistake found with the exact v
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -129,13 +130,16 @@ def _candidates(mutants):
         yield [(mistake, None)], None, make
 
 
+def loaded_torch():
+    """torch if this process has imported it, else None: a value can be a tensor only then, so a
+    NumPy lesson is graded without importing torch (1 to 3 s)."""
+    return sys.modules.get("torch")
+
+
 def as_numpy(x):
-    try:
-        import torch
-        if isinstance(x, torch.Tensor):
-            return x.detach().cpu().numpy()
-    except ImportError:  # pragma: no cover
-        pass
+    torch = loaded_torch()
+    if torch is not None and isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
     return x
 
 
@@ -188,8 +192,11 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
     # from the inputs and the expected answer only: returning float32 must not loosen the check
     rtol, atol = tol or tolerances.for_arrays(*inputs, expected)
     signs = signs or {}
-    import torch
-    want_type = torch.Tensor if kind == "torch" else np.ndarray
+    if kind == "torch":
+        import torch
+        want_type = torch.Tensor
+    else:
+        want_type = np.ndarray
     if not isinstance(got, want_type):
         type_name = "a torch.Tensor" if kind == "torch" else "a NumPy array"
         line = f"{call} returned {_describe_value(got)}; expected {type_name} of shape {tuple(expected.shape)}"
@@ -349,16 +356,18 @@ def _split_found(found):
 def _try(make):
     # one thread: on these tiny tensors PyTorch's thread pool only waits (a float64 softmax takes
     # milliseconds with two threads on a busy machine, microseconds with one)
-    import torch
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch = loaded_torch()       # a NumPy lesson's mutants never need it
+    threads = torch.get_num_threads() if torch is not None else None
+    if torch is not None:
+        torch.set_num_threads(1)
     try:
         with np.errstate(all="ignore"):
             candidate = make()
     except Exception:  # a mutant that does not apply to these inputs
         return None
     finally:
-        torch.set_num_threads(threads)
+        if torch is not None:
+            torch.set_num_threads(threads)
     return None if candidate is None else as_numpy(candidate)
 
 

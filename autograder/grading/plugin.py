@@ -206,6 +206,9 @@ class PlainFailureReports:
                           call.duration, call.start, call.stop, item.user_properties)
 
 
+NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
+
+
 def run_checks(plugin: GradingPlugin, lessons: list[str]) -> GradingPlugin:
     """Run the check modules of `lessons` through pytest with `plugin` attached."""
     paths = [str(CHECKS / f"test_{lesson}.py") for lesson in lessons if (CHECKS / f"test_{lesson}.py").exists()]
@@ -222,6 +225,10 @@ def run_checks(plugin: GradingPlugin, lessons: list[str]) -> GradingPlugin:
             "-p", "no:stepwise", "-p", "no:nose", "-p", "no:tmpdir", "-p", "no:monkeypatch",
             "-p", "no:recwarn", "-p", "no:setuponly", "-p", "no:setupplan", "-p", "no:debugging"]
     old_dont_write = sys.dont_write_bytecode
+    # No plugin of the environment's other packages: the checks use none, and finding and loading
+    # them (anyio's imports trio) cost up to 0.9 s per session, a self-check cell's included.
+    old_autoload = os.environ.get(NO_AUTOLOAD)
+    os.environ[NO_AUTOLOAD] = "1"
     code = pytest.ExitCode.OK
     try:
         with open(os.devnull, "w") as quiet:
@@ -232,6 +239,10 @@ def run_checks(plugin: GradingPlugin, lessons: list[str]) -> GradingPlugin:
                 sys.stdout = stdout
     finally:
         sys.dont_write_bytecode = old_dont_write
+        if old_autoload is None:
+            os.environ.pop(NO_AUTOLOAD, None)
+        else:
+            os.environ[NO_AUTOLOAD] = old_autoload
     root_cause.summarise(plugin.results)                  # root cause first, per exercise
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise RuntimeError(f"the checks could not run (pytest exit status {int(code)}); "

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from autograder.run import wire
-from autograder.grading.compare import Mismatch
+from autograder.grading.compare import Mismatch, loaded_torch
 from autograder.run.executor import Executor
 from autograder.run.errors import StudentError, SubmissionFault
 
@@ -79,8 +79,8 @@ def _unwrap(value):
 
 
 def _same(before, after) -> bool:
-    import torch
-    if isinstance(before, torch.Tensor):
+    torch = loaded_torch()       # no tensor exists where torch was never imported
+    if torch is not None and isinstance(before, torch.Tensor):
         before = before.numpy()
         after = after.numpy() if isinstance(after, torch.Tensor) else after
     if isinstance(before, np.ndarray):

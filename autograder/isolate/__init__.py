@@ -1,6 +1,7 @@
 """Isolate: how student code is kept away from the grader, the course and other students.
 
 sandbox.py     (grader side) starts the preloaded worker and talks to its children, with deadlines
+launch.py      (grader side) starts worker processes (early, for a class run) and kills process trees
 submission.py  (grader side) a notebook's Program run lazily in a child, within its time budget
 bwrap.py       (grader side) the sandbox the worker runs in: namespaces and a minimal read-only
                filesystem, built by bubblewrap

@@ -85,7 +85,15 @@ def course_free(path: str) -> list[str]:
     return parts
 
 
-def worker_command(bwrap: str, control_fd: int, as_root: bool, tmp_bytes: int = 2 * 1024 ** 3) -> list[str]:
+def _boot(path: str, control_fd: int, extras) -> str:
+    """The worker's first line of Python: `extras` (worker.EXTRAS names) are loaded before it is ready."""
+    extras = [e for e in extras if isinstance(e, str) and e.isidentifier()]
+    return (f"import sys; sys.path.insert(0, {path!r}); "
+            f"from autograder.isolate.worker import zygote; zygote({int(control_fd)}, {extras!r})")
+
+
+def worker_command(bwrap: str, control_fd: int, as_root: bool, tmp_bytes: int = 2 * 1024 ** 3,
+                   extras=()) -> list[str]:
     args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--as-pid-1",
             "--cap-drop", "ALL"]
@@ -132,15 +140,12 @@ def worker_command(bwrap: str, control_fd: int, as_root: bool, tmp_bytes: int = 
     args += ["--chdir", "/tmp", "--clearenv"]
     for key, value in SANDBOX_ENV.items():
         args += ["--setenv", key, value]
-    boot = (f"import sys; sys.path.insert(0, {WORKER_HOME!r}); "
-            f"from autograder.isolate.worker import zygote; zygote({control_fd})")
-    return args + ["--", sys.executable, "-s", "-P", "-c", boot]
+    return args + ["--", sys.executable, "-s", "-P", "-c", _boot(WORKER_HOME, control_fd, extras)]
 
 
-def direct_command(control_fd: int) -> tuple[list[str], dict]:
+def direct_command(control_fd: int, extras=()) -> tuple[list[str], dict]:
     """The worker without bubblewrap (no namespaces): the same process, started directly."""
-    boot = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
-            f"from autograder.isolate.worker import zygote; zygote({control_fd})")
+    boot = _boot(str(ROOT), control_fd, extras)
     env = dict(SANDBOX_ENV, PATH=os.environ.get("PATH", SANDBOX_ENV["PATH"]),
                HOME=os.environ.get("HOME", "/tmp"))
     env.pop("MPLCONFIGDIR")

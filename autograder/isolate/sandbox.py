@@ -13,20 +13,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 
 from autograder.run import wire
 from autograder.isolate import bwrap
+from autograder.isolate.launch import (DEFAULT_MEMORY_LIMIT, _Adopted, _kill_group, _popen_worker,  # noqa: F401
+                                       _remove_scratch, _uid_base, prelaunch)
 from autograder.run.errors import SandboxBroken, SandboxUnavailable, StudentError, SubmissionFault  # noqa: F401
 
 DEFAULT_TIME_LIMIT = 10.0                 # seconds per exercise
-DEFAULT_MEMORY_LIMIT = 2 * 1024 ** 3      # bytes on top of what the preloaded worker uses
 START_TIMEOUT = 120.0                     # importing torch on a cold, busy machine
 CONTROL_TIMEOUT = 30.0                    # spawning or ending one child
 
@@ -87,8 +85,9 @@ class Sandbox:
 
     def __init__(self, memory_bytes: int | None = DEFAULT_MEMORY_LIMIT, *, mode: str = "auto",
                  allow_unsandboxed: bool = False, landlock: bool = True, seccomp: bool = True,
-                 own_uid: bool = True):
+                 own_uid: bool = True, extras=()):
         self.memory_bytes = memory_bytes
+        self.extras = tuple(extras)           # worker.EXTRAS to load at start (torch, IPython)
         self.mode = mode                      # "auto" | "bwrap" | "direct"
         self.allow_unsandboxed = allow_unsandboxed
         # switches for the tests that show each layer is what stops an attack (all on by default)
@@ -98,12 +97,29 @@ class Sandbox:
         self.why_no_namespaces = ""
         self._proc = None
         self._control = None
+        self._pending = None                  # a bubblewrap worker started early (begin)
         self._scratch_root = None
         self.spawned = 0
+        self.loaded: set[str] = set()         # the extras the worker has loaded
+        self.preload_seconds = 0.0            # what the worker's imports took (the benchmark)
 
     # -- the worker ------------------------------------------------------------------------
+    def begin(self) -> None:
+        """Start the bubblewrap worker now and return at once: it imports NumPy (and torch) while
+        the grader imports its own modules, instead of after them (the first spawn waits for it)."""
+        if self._proc is None and self._pending is None and self.mode in ("auto", "bwrap") \
+                and bwrap.find_bwrap() is not None:
+            try:
+                self._pending = _popen_worker(True, self.memory_bytes, stderr=subprocess.PIPE,
+                                              extras=self.extras)
+            except OSError:
+                self._pending = None
+
     def _launch(self, use_bwrap: bool):
-        proc, ours = _popen_worker(use_bwrap, self.memory_bytes, stderr=subprocess.PIPE)
+        if use_bwrap and self._pending is not None:
+            (proc, ours), self._pending = self._pending, None
+        else:
+            proc, ours = _popen_worker(use_bwrap, self.memory_bytes, stderr=subprocess.PIPE, extras=self.extras)
         ours.settimeout(START_TIMEOUT)
         try:
             hello = json.loads(ours.recv(4096) or b"{}")
@@ -115,7 +131,13 @@ class Sandbox:
             ours.close()
             raise OSError(err.splitlines()[-1] if err else "the worker did not start")
         proc.stderr.close()
+        self._ready(hello)
         return proc, ours
+
+    def _ready(self, hello: dict) -> None:
+        self.loaded = {e for e in hello.get("loaded") or () if isinstance(e, str)}
+        seconds = hello.get("seconds")
+        self.preload_seconds = float(seconds) if isinstance(seconds, (int, float)) else 0.0
 
     def _start(self):
         bwrap_ok = self.mode in ("auto", "bwrap") and bwrap.find_bwrap() is not None
@@ -157,6 +179,7 @@ class Sandbox:
             _kill_group(proc)
             return
         self._proc, self._control, self.namespaces = proc, control, True
+        self._ready(hello)
 
     control_timeout = CONTROL_TIMEOUT
 
@@ -196,9 +219,33 @@ class Sandbox:
                 "files_as_root": unreadable[0] if own_uid and unreadable else None,
                 "landlock": self.switches["landlock"], "seccomp": self.switches["seccomp"]}
 
-    def spawn(self) -> Child:
+    def load(self, extras) -> None:
+        """Have the worker load `extras` (worker.EXTRAS: torch, IPython) before it forks the next
+        child, once: a lesson that uses torch, graded after NumPy lessons by the same worker."""
+        from autograder.isolate.worker import EXTRAS
+        wanted = [e for e in dict.fromkeys(extras) if e in EXTRAS and e not in self.loaded]
+        if not wanted:
+            return
+        if self._proc is None or self._proc.poll() is not None:
+            self.extras = tuple(dict.fromkeys([*self.extras, *wanted]))
+            self._start()   # loads them, unless begin() started the worker before they were known
+            wanted = [e for e in wanted if e not in self.loaded]
+            if not wanted:
+                return
+        self.control_timeout = START_TIMEOUT      # importing torch on a busy machine
+        try:
+            reply = self._ask({"op": "load", "extras": wanted})
+        finally:
+            self.control_timeout = CONTROL_TIMEOUT
+        if "error" in reply:
+            raise SandboxBroken(f"the sandboxed worker could not load {', '.join(wanted)}: {reply['error']}")
+        self.loaded.update(e for e in reply.get("loaded") or () if isinstance(e, str))
+
+    def spawn(self, extras=()) -> Child:
+        """A fresh confined child, forked from a worker that has loaded `extras` (worker.EXTRAS)."""
         if self._proc is None or self._proc.poll() is not None:
             self._start()
+        self.load(extras)
         ours, theirs = socket.socketpair()
         try:
             reply = self._ask(self._settings(), fds=[theirs.fileno()])
@@ -279,6 +326,10 @@ class Sandbox:
         return out
 
     def close(self) -> None:
+        if self._pending is not None:
+            (proc, control), self._pending = self._pending, None
+            control.close()
+            _kill_group(proc)
         if self._proc is not None:
             try:
                 self._control.close()
@@ -289,111 +340,3 @@ class Sandbox:
         if self._scratch_root is not None:
             _remove_scratch(self._scratch_root)
             self._scratch_root = None
-
-
-def _uid_base() -> int:
-    """Children's uids: a block of 1000 from 1.8e9 up, picked by our pid, so parallel graders on
-    one machine do not share uids, skipping any block where a real account lives (without a PID
-    namespace, ending a child kills every process of its uid)."""
-    import pwd
-    accounts = {p.pw_uid for p in pwd.getpwall()}
-    for step in range(4000):
-        base = 1_800_000_000 + ((os.getpid() + step) % 4000) * 1000
-        if not any(base <= uid < base + 1000 for uid in accounts):
-            return base
-    raise SandboxUnavailable("no free block of uids for the sandbox")
-
-
-def _popen_worker(use_bwrap: bool, memory_bytes: int | None, stderr=subprocess.DEVNULL):
-    """Start a worker (in bubblewrap, or directly); returns (process, our end of its control socket).
-    It says {"ready": true} on that socket once it has loaded everything."""
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    fd = theirs.fileno()
-    if use_bwrap:
-        argv = bwrap.worker_command(bwrap.find_bwrap(), fd, as_root=os.geteuid() == 0,
-                                    tmp_bytes=memory_bytes or DEFAULT_MEMORY_LIMIT)
-        env = {}
-    else:
-        argv, env = bwrap.direct_command(fd)
-    proc = subprocess.Popen(argv, pass_fds=[fd], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=stderr, start_new_session=True, env=env)
-    theirs.close()
-    return proc, ours
-
-
-def prelaunch(memory_bytes: int | None):
-    """A bubblewrap worker started now, for a job to adopt later (None where bubblewrap is
-    missing). A class run starts one per job before its jobs exist, so that the workers load
-    torch while the jobs' fork server loads the grader: otherwise one of the two cores idles."""
-    if bwrap.find_bwrap() is None:
-        return None
-    try:
-        return _popen_worker(True, memory_bytes)
-    except OSError:
-        return None
-
-
-class _Adopted:
-    """Popen's interface for a worker this process did not start. Only its parent can reap it
-    (the class run's main process does, at the end), so its state is read from /proc, where an
-    exited worker shows as a zombie until then."""
-
-    def __init__(self, pid: int):
-        self.pid, self.returncode = pid, None
-
-    def poll(self):
-        try:
-            state = open(f"/proc/{self.pid}/stat").read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            state = "X"
-        if state in ("Z", "X"):
-            self.returncode = -signal.SIGKILL if self.returncode is None else self.returncode
-        return self.returncode
-
-    def wait(self, timeout=None):
-        deadline = time.monotonic() + (1e9 if timeout is None else timeout)
-        while self.poll() is None:
-            if time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired("worker", timeout)
-            time.sleep(0.01)
-        return self.returncode
-
-    def kill(self):
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
-
-
-def _kill_group(proc) -> None:
-    """Kill the worker and every process under it: frozen first (a stopped process cannot fork),
-    then killed, until none is left. Children live in sessions of their own, so a process group
-    is not enough; in bubblewrap the PID namespace would take them anyway once its pid 1 dies."""
-    from autograder.isolate.worker import _processes, _tree
-    for _ in range(20):
-        table = _processes()
-        tree = _tree(proc.pid, table) if proc.pid in table else []
-        if not tree:
-            break
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in tree:
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    pass
-        try:
-            proc.wait(timeout=0.05)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        proc.kill()
-        proc.wait(timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-
-
-def _remove_scratch(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
-    if os.path.exists(path):   # leftovers owned by a child uid we no longer run as: best effort
-        subprocess.run(["rm", "-rf", "--one-file-system", path], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

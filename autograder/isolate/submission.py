@@ -120,6 +120,7 @@ class Submission:
                 self._close_child()
                 if self.budget.left <= 0:
                     raise self.budget.fault(self._where("starting a worker process for it"))
+                self.sandbox.load(self.program.imports)   # torch, once per worker: not the student's time
                 self.child = self._timed(self.sandbox.spawn)
                 self.executed = 0
             restart = False
@@ -211,6 +212,7 @@ class Submission:
         code uses (see definition_cells). {"outcome": "returned"} or {"outcome": "raised", "error"}."""
         upto = self.program.checkpoints.get(self.exercise, len(self.program.cells))
         cells = definition_cells(self.program.cells[:upto])
+        self.sandbox.load(self.program.imports)
         child = self.sandbox.spawn()
         try:
             for cell in cells:

@@ -1,13 +1,16 @@
 """Run: the preloaded worker ("zygote") that forks one confined child per submission.
 
-It starts inside the sandbox (isolation/bwrap.py), imports NumPy, PyTorch and matplotlib once,
-then answers the grader on its control socket:
+It starts inside the sandbox (isolation/bwrap.py), imports NumPy and matplotlib once, and
+PyTorch and IPython only when a lesson to grade uses them (EXTRAS: a NumPy lesson never pays for
+torch), then answers the grader on its control socket:
 
   {"op": "spawn", ...} + a socket fd  -> forks a child that confines itself (isolation/confine.py)
                                          and then serves the grader's requests on that socket;
                                          replies {"pid", "layers"} once the child is confined
   {"op": "end", "pid": N}             -> kills that child and everything it started, removes its
                                          scratch folder, replies {"ended": true}
+  {"op": "load", "extras": [...]}     -> imports (and warms up) more of EXTRAS, for the children
+                                         forked after it; replies {"loaded": [...], "seconds"}
 
 The worker never runs student code; the children do. It is a subreaper (and, in a pid
 namespace, pid 1), so every process a child starts stays in its tree and can be found and killed.
@@ -35,29 +38,51 @@ def _vm_bytes() -> int:
     return 0
 
 
-def _preload():
+def _preload(extras=()) -> list[str]:
+    """Import what every lesson's cells use (NumPy, matplotlib) and the worker's own modules, then
+    `extras`; returns the extras loaded."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     import numpy  # noqa: F401
     import numpy.random  # noqa: F401 - numpy 2 loads it lazily; seed_everything needs it
-    import torch
-    torch.set_num_threads(1)
-    import torch.nn.functional as F
     import matplotlib.pyplot as plt
-    import IPython.display  # noqa: F401 - lesson 04's tables (0.4 s if each child imported it)
-    _warm_up(torch, F, plt)
-    from autograder.run import executor
+    _warm_up_plots(plt)
+    from autograder.run import executor  # noqa: F401
     from autograder.run import wire  # noqa: F401
     _stub_selfcheck()
     from autograder.isolate import confine  # noqa: F401
     import landlockpy, pyseccomp  # noqa: F401,E401 - load libseccomp before /usr/lib is narrowed
+    return load_extras(extras)
 
 
-def _warm_up(torch, F, plt):
+def _load_torch():
+    import torch
+    torch.set_num_threads(1)
+    _warm_up_torch(torch)
+
+
+def _load_ipython():
+    import IPython.display  # noqa: F401 - lesson 04's tables (0.4 s if each child imported it)
+
+
+# What the worker can load beyond NumPy and matplotlib, by the top-level module a lesson imports
+# (load/notebook.py, `extras`). Children forked before a load do not see it; those forked after do.
+EXTRAS = {"torch": _load_torch, "IPython": _load_ipython}
+_loaded: list[str] = []
+
+
+def load_extras(extras) -> list[str]:
+    for name in extras:
+        if name in EXTRAS and name not in _loaded:
+            EXTRAS[name]()
+            _loaded.append(name)
+    return list(_loaded)
+
+
+def _warm_up_torch(torch):
     """Run once what the lessons' cells use, so lazy initialisation (cpuinfo reads /proc, kernel
-    dispatch tables, the optimiser, matplotlib's font and layout machinery) is done here, once per
-    worker, not again in every child (it cost up to 1.5 s per lesson), and before the children
-    lose access to /proc."""
-    import numpy as np
+    dispatch tables) is done here, once per worker, not again in every child (it
+    cost up to 1.5 s per lesson), and before the children lose access to /proc."""
+    import torch.nn.functional as F
     from torch import nn
     x = torch.randn(2, 3, 8)
     F.softmax(x @ x.transpose(-1, -2), -1)
@@ -66,11 +91,15 @@ def _warm_up(torch, F, plt):
     with torch.no_grad():
         mha(x, x, x, attn_mask=torch.ones(3, 3, dtype=torch.bool).triu(1))
     F.scaled_dot_product_attention(x[:, None], x[:, None], x[:, None], is_causal=True)
-    opt = torch.optim.Adam(mha.parameters(), lr=1e-3)
     F.mse_loss(mha(x, x, x)[0], x).backward()
-    opt.step()
-    opt.zero_grad()
+    # Not an optimiser: creating one imports torch._dynamo (1 s), and only the lessons' training
+    # demos use one, which are `slow-demo` cells that grading does not run.
     nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=True).eval()(x)
+
+
+def _warm_up_plots(plt):
+    """matplotlib's font and layout machinery, initialised once per worker (see _warm_up_torch)."""
+    import numpy as np
     fig, axes = plt.subplots(1, 2, figsize=(4, 2))
     image = axes[0].imshow(np.ones((2, 2)), cmap="viridis")
     axes[1].plot([1, 2], [1, 2], label="a")
@@ -221,6 +250,10 @@ class Zygote:
                     reply = self.spawn(request, fds[0])
                 elif request.get("op") == "end":
                     reply = self.end(int(request["pid"]))
+                elif request.get("op") == "load":
+                    started = time.monotonic()
+                    reply = {"loaded": load_extras(request.get("extras") or ()),
+                             "seconds": time.monotonic() - started}
                 else:
                     reply = {"error": f"unknown request {request.get('op')!r}"}
             except Exception as exc:  # never die on one bad request
@@ -328,8 +361,10 @@ def serve_child(conn_fd: int, settings: dict, ready_fd: int) -> None:
         os._exit(code)
 
 
-def zygote(control_fd: int) -> None:
-    _preload()
+def zygote(control_fd: int, extras=()) -> None:
+    started = time.monotonic()
+    loaded = _preload(extras)
+    seconds = time.monotonic() - started
     try:
         import ctypes
         ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -339,7 +374,8 @@ def zygote(control_fd: int) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
-    control.sendall(json.dumps({"ready": True, "pid": os.getpid(), "uid_mode": _can_change_user()}).encode())
+    control.sendall(json.dumps({"ready": True, "pid": os.getpid(), "uid_mode": _can_change_user(),
+                                "loaded": loaded, "seconds": seconds}).encode())
     Zygote(control).serve()
 
 

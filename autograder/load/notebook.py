@@ -15,6 +15,7 @@ note or a per-exercise problem, never an exception.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,38 @@ class Program:
     problems: dict[str, str] = field(default_factory=dict)  # grade_id -> why it cannot be graded
     checkpoints: dict[str, int] = field(default_factory=dict)  # grade_id -> cells run before grading it
     fatal: str | None = None                                # the whole notebook is unusable
+
+    @functools.cached_property
+    def imports(self) -> frozenset[str]:
+        """The top-level modules its cells import (the worker preloads torch only for these)."""
+        return frozenset().union(*(imported_modules(c.source) for c in self.cells))
+
+
+def imported_modules(source: str) -> set[str]:
+    """Top-level names of the modules a cell imports anywhere in it (`import torch.nn` -> torch);
+    empty when it does not parse."""
+    if len(source) > MAX_PARSED_CELL:
+        return set()
+    try:
+        tree = ast.parse(source)
+    except Exception:   # SyntaxError, and MemoryError/RecursionError on absurd code
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def lesson_imports(lesson: Lesson) -> frozenset[str]:
+    """The modules a lesson's own solution notebook imports (what a class run preloads)."""
+    cells, _, fatal = read_cells(lesson.solution_path)
+    if fatal:
+        return frozenset()
+    return frozenset().union(*(imported_modules(_source(c)) for c in cells if c.get("cell_type") == "code"))
 
 
 def defined_names(source: str) -> set[str] | None:

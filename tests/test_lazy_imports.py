@@ -1,0 +1,157 @@
+"""Quick grades: a lesson that needs no PyTorch is graded without importing it, in the grader and
+in the sandboxed worker; a PyTorch lesson gets it; lesson demos that only train or time are
+not run per submission.
+
+Timings live in benchmarks/grade_speed.py; these tests check only what can be seen in a
+process's sys.modules, so that a change that brings the imports back fails here.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.course import COURSE
+from autograder.load.notebook import SLOW_TAG, build_program, imported_modules, lesson_imports
+
+ROOT = Path(__file__).resolve().parent.parent
+NUMPY_LESSONS = ["01_scaled_dot_product_attention", "02_masking", "04_worked_example"]
+
+# Runs in a fresh interpreter: sets a job up as `grade` does, grades the given notebooks, then
+# asks a child of the same worker what the worker had imported.
+GRADE_AND_LOOK = r'''
+import json, sys
+from pathlib import Path
+from autograder.classroom import runner
+from autograder.pipeline import grade_student
+notebooks = {k: Path(v) for k, v in json.loads(sys.argv[1]).items()}
+runner._job_init(1024 ** 3, lessons=sorted(notebooks))
+box = runner._sandbox
+try:
+    result = grade_student(notebooks, box)
+    child = box.spawn()
+    child.request("exec", 20, label="look", source="import sys\ndef modules():\n    return sorted(m for m in "
+                  "('torch', 'matplotlib.pyplot', 'IPython.display') if m in sys.modules)\n")
+    worker = child.request("call", 20, target=["name", "modules"], args=[], kwargs={}, return_args=False)["result"]
+    child.close()
+finally:
+    box.close()
+print(json.dumps({"score": result["score"], "max": result["max_score"], "worker": worker,
+                  "loaded": sorted(box.loaded),
+                  "grader": sorted(m for m in ("torch", "matplotlib", "IPython") if m in sys.modules)}))
+'''
+
+
+def grade_and_look(notebooks: dict[str, Path]) -> dict:
+    run = subprocess.run([sys.executable, "-c", GRADE_AND_LOOK, json.dumps({k: str(v) for k, v in notebooks.items()})],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def _wrong_notebook(lesson: str, folder: Path) -> Path:
+    from autograder.classroom import accuracy
+    entry = next(e for e in accuracy.load() if e.lesson == lesson and e.expect == "wrong" and e.cells)
+    path = folder / entry.name / f"{lesson}.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_text(accuracy.notebook_for(entry), encoding="utf-8")
+    return path
+
+
+def test_numpy_lessons_are_graded_without_torch_in_the_grader_or_the_worker():
+    got = grade_and_look({lesson: COURSE[lesson].solution_path for lesson in NUMPY_LESSONS})
+    assert got["score"] == got["max"] > 0, got
+    assert "torch" not in got["grader"], got
+    assert "torch" not in got["worker"] and "torch" not in got["loaded"], got
+    # the reference solutions never draw: their setup cells' matplotlib and IPython are deferred
+    assert "matplotlib" not in got["grader"] and "IPython" not in got["grader"], got
+    # lesson 04's setup cell imports IPython.display: the worker loaded it once, for every child
+    assert "IPython.display" in got["worker"] and "IPython" in got["loaded"], got
+
+
+def test_wrong_numpy_answers_are_diagnosed_without_torch(tmp_path):
+    got = grade_and_look({lesson: _wrong_notebook(lesson, tmp_path) for lesson in NUMPY_LESSONS[:2]})
+    assert got["score"] < got["max"], got
+    assert "torch" not in got["grader"] and "torch" not in got["worker"], got
+
+
+def test_a_torch_lesson_after_a_numpy_lesson_gets_torch_in_the_same_worker():
+    got = grade_and_look({lesson: COURSE[lesson].solution_path
+                          for lesson in ("01_scaled_dot_product_attention", "05_multi_head_attention")})
+    assert got["score"] == got["max"] > 0, got
+    assert "torch" in got["worker"] and "torch" in got["loaded"] and "torch" in got["grader"], got
+
+
+def test_a_numpy_lesson_that_imports_torch_in_a_cell_of_its_own_gets_it_preloaded(tmp_path):
+    nb = json.loads(COURSE["01_scaled_dot_product_attention"].solution_path.read_text(encoding="utf-8"))
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                        "source": "import torch\nprint(torch.ones(2))"})
+    path = tmp_path / "01_scaled_dot_product_attention.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    program = build_program(path, COURSE["01_scaled_dot_product_attention"])
+    assert "torch" in program.imports
+
+
+@pytest.mark.parametrize("lesson", sorted(COURSE))
+def test_which_lessons_need_torch(lesson):
+    """01, 02 and 04 are NumPy lessons (COURSE_SPEC); every other lesson imports torch in its setup."""
+    assert ("torch" in lesson_imports(COURSE[lesson])) == (lesson not in NUMPY_LESSONS)
+
+
+def test_imported_modules_reads_every_import_form():
+    source = ("import numpy as np, torch.nn\nfrom IPython.display import HTML\nfrom . import x\n"
+              "def f():\n    import matplotlib.pyplot as plt\n")
+    assert imported_modules(source) == {"numpy", "torch", "IPython", "matplotlib"}
+    assert imported_modules("def broken(:") == set()
+
+
+def test_the_reference_defers_display_modules_until_used():
+    code = r'''
+import sys
+from autograder.grading.reference import load_reference
+ref = load_reference("01_scaled_dot_product_attention")
+before = "matplotlib.pyplot" in sys.modules
+x = ref.softmax(__import__("numpy").array([1.0, 2.0]))
+ref.plt.figure          # first use: the real module
+print(before, "matplotlib.pyplot" in sys.modules, round(float(x.sum()), 6))
+'''
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["False", "True", "1.0"]
+
+
+def _cells(lesson: str) -> list[dict]:
+    nb = json.loads(COURSE[lesson].solution_path.read_text(encoding="utf-8"))
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def _runs(source: str) -> str:
+    """The statements a cell runs at its top level, without the bodies of what it only defines."""
+    import ast
+    tree = ast.parse(source)
+    return "\n".join(ast.unparse(node) for node in tree.body
+                     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+
+
+@pytest.mark.parametrize("lesson", sorted(COURSE))
+def test_training_and_timing_demos_are_slow_demos(lesson):
+    """A lesson cell that trains (an optimiser, a `train(` loop) or times code cannot change a
+    grade: it is tagged `slow-demo`, so grading does not run it for every submission."""
+    for cell in _cells(lesson):
+        meta = cell.get("metadata", {})
+        if meta.get("nbgrader", {}).get("solution") or "setup" in meta.get("tags", []):
+            continue
+        runs = _runs("".join(cell["source"]))
+        if any(word in runs for word in ("optim", "perf_counter", "time.time(", "train(")):
+            assert SLOW_TAG in meta.get("tags", []), (lesson, meta.get("nbgrader", {}).get("grade_id"))
+
+
+def test_slow_demos_run_in_the_notebook_but_not_when_grading():
+    program = build_program(COURSE["06_debugging_projection_reuse"].solution_path, COURSE["06_debugging_projection_reuse"],
+                            released=COURSE["06_debugging_projection_reuse"].released_path)
+    labels = [c.label for c in program.cells]
+    assert "demo_symptom" in labels            # it defines what the student's test may use
+    assert "demo_symptom_train" not in labels and "demo_cost" not in labels
