@@ -269,7 +269,7 @@ def call_keeping_args(student, name, args, kwargs):
 class Run:
     """One generate call on a course model (generation_subjects.py). Every verdict is the tokens it
     returned against tokens the grader computes itself; the model's own log of its calls, kept in
-    the student's process, only describes a failure (`calls_seen`).
+    the student's process, only describes a failure the tokens decided (`log_hint`).
 
     cache_term: the model's logits depend on the length of the cache each call gets, so only the
         prompt once, then one token at a time with the last cache, gives the expected tokens (the
@@ -359,20 +359,32 @@ class Run:
                                      "probabilities than the reference on the logits this generation meets: fix "
                                      "next_token_probs first"])
 
-    def calls_seen(self):
-        """The calls as the model's log in the student's process has them, in words, or None. A hint
-        for a failure only: the submission can rewrite that log."""
+    def log_hint(self):
+        """(the mistakes the model's own log suggests, with words; the calls it shows, in words), or None.
+        Read only once the tokens have failed and nothing in them was recognised: it can name a mistake
+        but never decides a grade, since the submission can rewrite that log."""
         try:
             log = self.model_after.method("log")()
-            calls = [(tuple(int(n) for n in s), None if c is None else int(c)) for s, c, _, _ in log["calls"]][:64]
-        except (StudentError, Mismatch, LookupError, TypeError, ValueError):   # rewritten or missing: no hint
+            calls = [(tuple(int(n) for n in s), None if c is None else int(c), bool(tr), bool(gr))
+                     for s, c, tr, gr in log["calls"][:64]]
+        except (StudentError, Mismatch, LookupError, TypeError, ValueError, AttributeError):   # rewritten: no hint
             return None
         if not calls:
-            return "the model was never called"
-        shown = ", ".join(f"{s} with {'no cache' if c is None else f'a cache of {c}'}" for s, c in calls[:4])
+            return [], "the model was never called"
         b, t0 = self.prompt.shape
-        return (f"the model recorded the calls {shown}{f' and {len(calls) - 4} more' if len(calls) > 4 else ''}; "
-                f"the contract's are {(b, t0)} with no cache, then {(b, 1)} with caches of {t0}, {t0 + 1} and so on")
+        rest, found = calls[1:], []
+        if any(len(s) == 2 and s[1] != 1 for s, _, _, _ in rest):
+            found.append(("cache-not-used", "that after the prompt the model was given more than the new token"))
+        elif any(c is None for _, c, _, _ in rest):
+            found.append(("cache-not-used", "that a new token was given to the model without the cache"))
+        if any(tr for _, _, tr, _ in calls):
+            found.append(("generate-train-mode", "that the model was called in training mode"))
+        if any(gr for _, _, _, gr in calls):
+            found.append(("generate-grad-enabled", "that the model was called with gradients enabled"))
+        shown = ", ".join(f"{s} with {'no cache' if c is None else f'a cache of {c}'}" for s, c, _, _ in calls[:4])
+        return found, (f"the model recorded the calls {shown}{f' and {len(calls) - 4} more' if len(calls) > 4 else ''}"
+                       f"; the contract's are {(b, t0)} with no cache, then {(b, 1)} with caches of {t0}, {t0 + 1} "
+                       "and so on")
 
     def check_tokens(self, reference=None):
         problem = self.probs_problem(reference) if self.sampled else None
@@ -402,10 +414,11 @@ class Run:
         except Mismatch as err:
             if problem is not None:
                 raise self.blame_probs(problem, err.line) from None
-            seen = None if err.found else self.calls_seen()
-            if seen:
-                raise Mismatch(f"{err.line}\n(A hint from the model's own log: {seen}.)", found=err.found,
-                               extra=err.extra) from None
+            hint = None if err.found or err.extra else self.log_hint()
+            if hint:
+                found, words = hint
+                raise Mismatch(f"{err.line}\n(A hint from the model's own log: {words}.)",
+                               found=[(m, f"the model's own log says {d}") for m, d in found]) from None
             raise
         if self.tokens.dtype != torch.long:
             raise Mismatch(f"{self.call} returned dtype {str(self.tokens.dtype).replace('torch.', '')}; token ids "
