@@ -331,16 +331,20 @@ class Run:
         logits = fingerprints.decode_logits(self.model, subjects.MODEL_NAME, self.prompt, self.new,
                                             seed=self.draw_seed, **self.options)          # (new, B, V)
         knobs = (self.options["temperature"], self.options["top_k"], self.options["top_p"])
+        from autograder.grading.student import ExerciseUnavailable
         try:
             got = self.student.next_token_probs(logits, *knobs)
+        except ExerciseUnavailable:   # not defined, or a self-check cell, which is given generate alone
+            return None
+        except StudentError as err:
+            return None if err.type == "NotImplementedError" else err
+        try:
             if isinstance(got, torch.Tensor) and got.is_floating_point() and got.shape == logits.shape:
                 got = got / got.sum(-1, keepdim=True)
             expect_tensor(got, reference.next_token_probs(logits.double(), *knobs),
                           call=f"next_token_probs on the logits this generation meets, shape {tuple(logits.shape)}",
                           mutants=probs_mutants(logits, *knobs))
-        except (Mismatch, StudentError) as err:
-            if isinstance(err, StudentError) and err.type == "NotImplementedError":
-                return None
+        except Mismatch as err:
             return err
         return None
 
