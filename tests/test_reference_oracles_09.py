@@ -262,3 +262,47 @@ def test_decode_tokens_default_equals_reference(ref, sampled):
     for switches in (dict(cache="dropped"), dict(eval_mode=False)):
         assert not torch.equal(fingerprints.decode_tokens(source, subjects.MODEL_NAME, prompt, 8,
                                                      seed=4 if sampled else None, **kwargs, **switches), want)
+
+
+@pytest.mark.parametrize("terms", [dict(cache_term=True), dict(grad_term=True), dict(cache_term=True, grad_term=True)])
+@pytest.mark.parametrize("sampled", [False, True])
+def test_decode_tokens_on_telltale_models_equals_reference(ref, terms, sampled):
+    """The models that make the cache and the gradient mode show in the tokens (issue 25): the reference
+    generate, starting from training mode, gives decode_tokens' default tokens; the ways of misusing the
+    cache or the modes give others; decode_logits are the last logits the reference chose from."""
+    source = subjects.source(33, 10, training=True, **terms)
+    prompt = torch.tensor([[1, 2, 3], [3, 2, 1]])
+    kwargs = dict(temperature=0.9, top_k=6, top_p=0.95) if sampled else dict(temperature=0)
+    seed = 4 if sampled else None
+    scope = {}
+    exec(source, {"torch": torch, "nn": torch.nn, "math": math}, scope)
+    model = scope[subjects.MODEL_NAME]
+    seen = []
+    forward = model.forward
+    model.forward = lambda idx, cache=None: seen.append(forward(idx, cache)) or seen[-1]
+    got = ref.generate(model, prompt, 8, generator=torch.Generator().manual_seed(4) if sampled else None, **kwargs)
+    assert model.training
+    want = fingerprints.decode_tokens(source, subjects.MODEL_NAME, prompt, 8, seed=seed, **kwargs)
+    assert torch.equal(got, want)
+    chosen_from = torch.stack([logits[:, -1] for logits, _ in seen[:8]])
+    assert torch.equal(fingerprints.decode_logits(source, subjects.MODEL_NAME, prompt, 8, seed=seed, **kwargs),
+                       chosen_from)
+    wrong = [dict(eval_mode=False)]
+    wrong += [dict(cache=c) for c in ("recompute", "whole", "dropped", "stale")] if terms.get("cache_term") else []
+    wrong += [dict(grad=True)] if terms.get("grad_term") else []
+    for switches in wrong:
+        assert not torch.equal(fingerprints.decode_tokens(source, subjects.MODEL_NAME, prompt, 8, seed=seed,
+                                                          **kwargs, **switches), want), switches
+
+
+def test_model_logits_is_the_model_after_generate(ref):
+    """What the grader expects the model to answer after generate: the model in the mode it was found in."""
+    source = subjects.source(8, 9, training=True, grad_term=True)
+    scope = {}
+    exec(source, {"torch": torch, "nn": torch.nn, "math": math}, scope)
+    model = scope[subjects.MODEL_NAME]
+    ref.generate(model, torch.tensor([[1, 2]]), 4, temperature=0)
+    idx = torch.tensor([[1, 2]])
+    after = model(idx)[0].detach()
+    assert torch.equal(fingerprints.model_logits(source, subjects.MODEL_NAME, idx, training=True), after)
+    assert not torch.equal(fingerprints.model_logits(source, subjects.MODEL_NAME, idx, training=False), after)

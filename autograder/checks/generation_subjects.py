@@ -5,12 +5,21 @@ random weights drawn from a seed, so the checks build the same model in the stud
 (through the wire, as lesson 06's subjects travel) and in the grader's. It has the lesson's
 interface, `model(idx, cache=None) -> (logits (B, T, V), cache)`, where the cache is the ids seen
 so far: the logits of a position depend on every token before it, so a generation that drops the
-cache gives other tokens, and one that recomputes the whole sequence gives the same tokens (only
-the calls show it). In training mode the logits are perturbed, as dropout would: a generation
-that does not switch to eval mode gives other tokens too.
+cache gives other tokens. In training mode the logits are perturbed, as dropout would: a
+generation that does not switch to eval mode gives other tokens too.
 
-Every call is logged (`log()`, with the training flag at the time of asking): the shape of `idx`, the cache length it came with (None for no
-cache), the training flag and whether gradients were enabled.
+Every verdict rests on the tokens generate returns, which the grader compares with tokens it
+computes itself (diagnose/fingerprints/generation.py): nothing the student's process says about
+itself decides a grade. Two switches make the tokens tell what a real model would hide:
+  * `cache_term`: the logits also depend on the length of the cache the call was given (T_past),
+    as no real model's do. Full recomputation without the cache (T_past is always 0), the whole
+    sequence fed with the cache (T_past grows too fast), a cache dropped or never updated all
+    give other tokens than the prompt once and then one token at a time with the last cache.
+  * `grad_term`: the logits also depend on whether gradients are enabled, so a generation that
+    is not under torch.no_grad() gives other tokens.
+
+The model also logs its calls (`log()`): that log lives in the student's process, where a
+submission can rewrite it, so the checks read it only to describe a failure, never to grade.
 """
 from __future__ import annotations
 
@@ -18,7 +27,7 @@ MODEL_NAME = "course_model"
 
 _SOURCE = '''
 class CourseModel(nn.Module):
-    def __init__(self, seed, vocab, width):
+    def __init__(self, seed, vocab, width, cache_term, grad_term):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
         self.embed = nn.Parameter(torch.randn(vocab, width, generator=g))
@@ -26,6 +35,8 @@ class CourseModel(nn.Module):
         self.freq = nn.Parameter(torch.rand(width, generator=g) * 2.0)
         self.out = nn.Parameter(torch.randn(width, vocab, generator=g) * 3.0)
         self.noise = torch.randn(64, vocab, generator=g) * 4.0
+        self.past = torch.randn(64, vocab, generator=g) * 4.0 if cache_term else None
+        self.grad = torch.randn(64, vocab, generator=g) * 4.0 if grad_term else None
         self.calls = []
 
     def log(self):
@@ -35,6 +46,7 @@ class CourseModel(nn.Module):
         idx = torch.as_tensor(idx)
         self.calls.append((list(idx.shape), None if cache is None else int(cache.shape[1]),
                            bool(self.training), bool(torch.is_grad_enabled())))
+        t_past = 0 if cache is None else int(cache.shape[1])
         seen = idx.long() if cache is None else torch.cat([cache, idx.long()], dim=1)   # (B, T_past + T)
         x = self.embed[seen]                                                          # (B, T_all, width)
         steps = torch.arange(1, seen.shape[1] + 1, dtype=x.dtype)
@@ -43,18 +55,24 @@ class CourseModel(nn.Module):
         logits = h @ self.out                                                         # (B, T_all, V)
         if self.training:                                                             # like dropout
             logits = logits + self.noise[(steps.long() - 1) % 64]
-        return logits[:, -idx.shape[1]:], seen
+        if self.grad is not None and torch.is_grad_enabled():
+            logits = logits + self.grad[(steps.long() - 1) % 64]
+        logits = logits[:, -idx.shape[1]:]                                            # (B, T, V)
+        if self.past is not None:                                     # what the call was given
+            logits = logits + self.past[t_past % 64]
+        return logits, seen
 
 
-{name} = CourseModel({seed}, {vocab}, {width})
+{name} = CourseModel({seed}, {vocab}, {width}, {cache_term}, {grad_term})
 {name}.train({training})
 '''
 
 
-def source(seed: int, vocab: int, width: int = 8, training: bool = True) -> str:
+def source(seed: int, vocab: int, width: int = 8, training: bool = True, cache_term: bool = False,
+           grad_term: bool = False) -> str:
     """The model's source: defines the instance `course_model` (in the given training mode)."""
     return _SOURCE.format(name=MODEL_NAME, seed=int(seed), vocab=int(vocab), width=int(width),
-                          training=bool(training))
+                          training=bool(training), cache_term=bool(cache_term), grad_term=bool(grad_term))
 
 
 GENERATOR_NAME = "course_generator"

@@ -2,14 +2,17 @@
 
 generate is graded on a small model of the checks' own (generation_subjects.py), built in the
 student's process from source, never on the lesson's TinyGPT: grading never trains anything.
-The model logs its calls, so the checks see how generate used it (the prompt once, then one
-token at a time with the cache; eval mode; no gradients; the training flag restored).
+Every generate verdict compares what the student's code returned (the tokens, and what the model
+answers afterwards) with what the grader computes itself: how the model was called (the prompt
+once, then one token at a time with the cache), eval mode and no gradients show in the tokens of
+a model whose logits depend on them. The model's log of its calls lives in the student's process,
+where a submission can rewrite it: it only describes a failure, never decides one.
 """
 import numpy as np
 import torch
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import Fingerprints, Mismatch, Variant, exercise, expect_tensor
+from autograder.grading.checking import Fingerprints, Mismatch, Variant, all_of, exercise, expect_tensor
 from autograder.checks import generation_subjects as subjects
 from autograder.run.errors import StudentError
 from autograder.run.wire import ClassSource
@@ -249,7 +252,7 @@ def test_probs_temperature_must_be_positive(student, reference, rng):
 
 def call_keeping_args(student, name, args, kwargs):
     """Call the student's function and return (result, the arguments as they are after the call):
-    the course model built in the student's process comes back as a handle we can ask for its log."""
+    the course model built in the student's process comes back as a handle the checks can call."""
     from autograder.grading.student import ExerciseUnavailable, _unwrap, _wrap
     submission = student._submission
     try:
@@ -264,18 +267,41 @@ def call_keeping_args(student, name, args, kwargs):
 
 
 class Run:
-    """One generate call on the course model: the tokens, the model's calls and its training flag after."""
+    """One generate call on a course model (generation_subjects.py). Every verdict is the tokens it
+    returned against tokens the grader computes itself; the model's own log of its calls, kept in
+    the student's process, only describes a failure the tokens decided (`log_hint`).
+
+    cache_term: the model's logits depend on the length of the cache each call gets, so only the
+        prompt once, then one token at a time with the last cache, gives the expected tokens (the
+        seed is redrawn until recomputation, the whole sequence with the cache, a dropped and a
+        stale cache all give other tokens). grad_term: they depend on whether gradients are on."""
+
+    CACHE_MISTAKES = (("recompute", "cache-not-used", "the whole sequence is given to the model at every step "
+                       "without the cache, so every step recomputes the text so far"),
+                      ("whole", "cache-not-used", "the whole sequence is given to the model at every step together "
+                       "with the cache, so the cache holds the text twice over"),
+                      ("dropped", "cache-not-used", "each new token is given to the model alone without the cache, "
+                       "so the model forgets the text before it"),
+                      ("stale", None, "each new token is given with the prompt's cache instead of the cache the "
+                       "previous call returned"))
 
     def __init__(self, student, rng, *, b=3, t0=None, new=None, temperature=0.0, top_k=None, top_p=None,
-                 sampled=False, training=True):
+                 sampled=False, training=True, cache_term=False, grad_term=False):
+        self.student, self.sampled, self.training = student, sampled, training
+        self.cache_term, self.grad_term = cache_term, grad_term
         self.vocab = int(rng.integers(7, 12))
-        self.seed = int(rng.integers(1, 2**31 - 1))
-        self.model = subjects.source(self.seed, self.vocab, training=training)
         t0 = int(rng.integers(2, 5)) if t0 is None else t0
         self.new = int(rng.integers(5, 8)) if new is None else new
         self.prompt = torch.from_numpy(rng.integers(0, self.vocab, size=(b, t0)).astype(np.int64))
         self.options = dict(temperature=temperature, top_k=top_k, top_p=top_p)
         self.draw_seed = int(rng.integers(1, 2**31 - 1)) if sampled else None
+        for _ in range(20):    # a model on which every way of misusing the cache shows in the tokens
+            self.seed = int(rng.integers(1, 2**31 - 1))
+            self.model = subjects.source(self.seed, self.vocab, training=training, cache_term=cache_term,
+                                         grad_term=grad_term)
+            if not cache_term or not any(torch.equal(self.expected(cache=c), self.expected())
+                                         for c, _, _ in self.CACHE_MISTAKES):
+                break
         kwargs = dict(self.options)
         if sampled:
             kwargs["generator"] = ClassSource(subjects.GENERATOR_NAME, subjects.generator_source(self.draw_seed))
@@ -283,78 +309,141 @@ class Run:
         self.call = (f"generate(model, prompt, {self.new}, {knobs}{', generator=<seeded>' if sampled else ''}) "
                      f"with a prompt of shape {tuple(self.prompt.shape)}, vocabulary {self.vocab}, the model in "
                      f"{'training' if training else 'eval'} mode")
-        self.training = training
-        self.tokens, after = call_keeping_args(student, "generate", (ClassSource(subjects.MODEL_NAME, self.model),
-                                                                     self.prompt, self.new), kwargs)
-        log = after[0].method("log")()
-        self.calls, self.training_after = log["calls"], log["training"]
+        self.tokens, self.model_after, self.error = None, None, None
+        try:
+            self.tokens, after = call_keeping_args(student, "generate", (ClassSource(subjects.MODEL_NAME, self.model),
+                                                                         self.prompt, self.new), kwargs)
+            self.model_after = after[0]
+        except StudentError as err:
+            if err.type == "NotImplementedError":
+                raise
+            self.error = err
 
     def expected(self, **switches):
         return fingerprints.decode_tokens(self.model, subjects.MODEL_NAME, self.prompt, self.new, seed=self.draw_seed,
-                                     **self.options, **switches)
+                                          **self.options, **switches)
 
-    def check_tokens(self):
+    def probs_problem(self, reference):
+        """Mismatch or StudentError when the student's next_token_probs, which generate calls, is wrong on
+        the logits this generation meets (normalised as torch.multinomial reads them); else None."""
+        if not self.options["temperature"] or reference is None:
+            return None
+        logits = fingerprints.decode_logits(self.model, subjects.MODEL_NAME, self.prompt, self.new,
+                                            seed=self.draw_seed, **self.options)          # (new, B, V)
+        knobs = (self.options["temperature"], self.options["top_k"], self.options["top_p"])
+        from autograder.grading.student import ExerciseUnavailable
+        try:
+            got = self.student.next_token_probs(logits, *knobs)
+        except ExerciseUnavailable:   # not defined, or a self-check cell, which is given generate alone
+            return None
+        except StudentError as err:
+            return None if err.type == "NotImplementedError" else err
+        try:
+            if isinstance(got, torch.Tensor) and got.is_floating_point() and got.shape == logits.shape:
+                got = got / got.sum(-1, keepdim=True)
+            expect_tensor(got, reference.next_token_probs(logits.double(), *knobs),
+                          call=f"next_token_probs on the logits this generation meets, shape {tuple(logits.shape)}",
+                          mutants=probs_mutants(logits, *knobs))
+        except Mismatch as err:
+            return err
+        return None
+
+    def blame_probs(self, problem, what):
+        """The Mismatch that names next_token_probs as the root cause of generate's failure `what`."""
+        if isinstance(problem, StudentError):
+            return Mismatch(f"{what}; generate draws each token from your next_token_probs, which raises "
+                            f"{problem.type}: {problem.message}",
+                            extra=[f"generate draws each token from your next_token_probs, which raises {problem.type} "
+                                   f"on the logits this generation meets: fix next_token_probs first"])
+        line = f"{what}; generate draws each token from your next_token_probs: {problem.line}"
+        if problem.found:
+            return Mismatch(line, found=[(m, f"in next_token_probs, which generate calls: {d}" if d else
+                                          "in next_token_probs, which generate calls") for m, d in problem.found])
+        return Mismatch(line, extra=["generate draws each token from your next_token_probs, which gives other "
+                                     "probabilities than the reference on the logits this generation meets: fix "
+                                     "next_token_probs first"])
+
+    def log_hint(self):
+        """(the mistakes the model's own log suggests, with words; the calls it shows, in words), or None.
+        Read only once the tokens have failed and nothing in them was recognised: it can name a mistake
+        but never decides a grade, since the submission can rewrite that log."""
+        try:
+            log = self.model_after.method("log")()
+            calls = [(tuple(int(n) for n in s), None if c is None else int(c), bool(tr), bool(gr))
+                     for s, c, tr, gr in log["calls"][:64]]
+        except (StudentError, Mismatch, LookupError, TypeError, ValueError, AttributeError):   # rewritten: no hint
+            return None
+        if not calls:
+            return [], "the model was never called"
+        b, t0 = self.prompt.shape
+        rest, found = calls[1:], []
+        if any(len(s) == 2 and s[1] != 1 for s, _, _, _ in rest):
+            found.append(("cache-not-used", "that after the prompt the model was given more than the new token"))
+        elif any(c is None for _, c, _, _ in rest):
+            found.append(("cache-not-used", "that a new token was given to the model without the cache"))
+        if any(tr for _, _, tr, _ in calls):
+            found.append(("generate-train-mode", "that the model was called in training mode"))
+        if any(gr for _, _, _, gr in calls):
+            found.append(("generate-grad-enabled", "that the model was called with gradients enabled"))
+        shown = ", ".join(f"{s} with {'no cache' if c is None else f'a cache of {c}'}" for s, c, _, _ in calls[:4])
+        return found, (f"the model recorded the calls {shown}{f' and {len(calls) - 4} more' if len(calls) > 4 else ''}"
+                       f"; the contract's are {(b, t0)} with no cache, then {(b, 1)} with caches of {t0}, {t0 + 1} "
+                       "and so on")
+
+    def check_tokens(self, reference=None):
+        problem = self.probs_problem(reference) if self.sampled else None
+        if self.error is not None:
+            if problem is not None:
+                raise self.blame_probs(problem, f"{self.call} raised {self.error.type}: {self.error.message}")
+            raise self.error
         if isinstance(self.tokens, torch.Tensor) and self.tokens.is_floating_point():
             raise Mismatch(f"{self.call} returned a float tensor; token ids are integers (torch.long)",
                            mistake="wrong-type")
-        found = [Variant.of("cache-not-used", "each new token is given to the model alone without the cache, so "
-                            "the model forgets the text before it", cache="dropped"),
-                 Variant.of("generate-train-mode", "the model runs in training mode (model.eval() is never called)",
-                            eval_mode=False)]
+        found = [Variant.of(mistake, words, cache=cache) for cache, mistake, words in self.CACHE_MISTAKES
+                 if self.cache_term or cache == "dropped"]
+        found += [Variant.of("generate-train-mode", "the model runs in training mode (model.eval() is never called)",
+                             eval_mode=False)]
+        if self.grad_term:
+            found += [Variant.of("generate-grad-enabled", "the model runs with gradients enabled (no torch.no_grad())",
+                                 grad=True)]
         if self.options["temperature"]:
             found += [Variant.of("temperature-after-softmax", "next_token_probs divides the probabilities by the "
                                  "temperature", sampling=(("temperature_on", "probs"),))]
             if self.options["top_p"] is not None:
                 found += [Variant.of("top-p-drops-threshold-token", "next_token_probs drops the token that crosses "
                                      "top_p", sampling=(("top_p_rule", "inclusive"),))]
-        expect_tensor(self.tokens, self.expected(), call=self.call, mutants=Fingerprints(self.expected, found, depth=1))
+        try:
+            expect_tensor(self.tokens, self.expected(), call=self.call,
+                          mutants=Fingerprints(self.expected, found, depth=2 if self.grad_term else 1))
+        except Mismatch as err:
+            if problem is not None:
+                raise self.blame_probs(problem, err.line) from None
+            hint = None if err.found or err.extra else self.log_hint()
+            if hint:
+                found, words = hint
+                raise Mismatch(f"{err.line}\n(A hint from the model's own log: {words}.)",
+                               found=[(m, f"the model's own log says {d}") for m, d in found]) from None
+            raise
         if self.tokens.dtype != torch.long:
             raise Mismatch(f"{self.call} returned dtype {str(self.tokens.dtype).replace('torch.', '')}; token ids "
                            "are torch.long", mistake="wrong-type")
 
-    def call_problems(self):
-        """[(mistake id or None, words)] about how the model was called."""
-        calls, b, t0 = self.calls, self.prompt.shape[0], self.prompt.shape[1]
-        if not calls:
-            return [(None, "the model was never called")]
-        shown = ", ".join(f"{tuple(s)} with {'no cache' if c is None else f'a cache of {c}'}" for s, c, _, _ in calls[:4])
-        shown += ", ..." if len(calls) > 4 else ""
-        first_shape, first_cache, _, _ = calls[0]
-        problems = []
-        if tuple(first_shape) != (b, t0) or first_cache is not None:
-            problems.append((None, f"the first call must be the whole prompt {(b, t0)} without a cache; the calls were: "
-                             f"{shown}"))
-        rest = calls[1:]
-        if any(tuple(s)[1:] != (1,) for s, _, _, _ in rest if len(s) == 2):
-            problems.append(("cache-not-used", f"after the prompt the model is given more than the new token; the "
-                             f"calls were: {shown}"))
-        elif any(c is None for _, c, _, _ in rest):
-            problems.append(("cache-not-used", f"a new token is given to the model without the cache it returned; the "
-                             f"calls were: {shown}"))
-        elif any(c != t0 + j for j, (_, c, _, _) in enumerate(rest)):
-            problems.append((None, f"each call must get the cache the previous call returned; the calls were: {shown}"))
-        if len(rest) not in (self.new - 1, self.new) and not problems:
-            problems.append((None, f"{len(calls)} calls for {self.new} new tokens: the prompt once, then one per new "
-                             f"token (the last one may be skipped); the calls were: {shown}"))
-        return problems
-
-    def mode_problems(self):
-        problems = []
-        if any(training for _, _, training, _ in self.calls):
-            problems.append(("generate-train-mode", "the model was called in training mode: call model.eval() first"))
-        if any(grad for _, _, _, grad in self.calls):
-            problems.append(("generate-grad-enabled", "the model was called with gradients enabled: run the loop "
-                             "under torch.no_grad()"))
-        if self.training_after != self.training:
-            problems.append(("train-flag-not-restored", f"the model was in {'training' if self.training else 'eval'} "
-                             f"mode before generate and in {'training' if self.training_after else 'eval'} mode after"))
-        return problems
-
-
-def fail_with(run, problems):
-    if problems:
-        raise Mismatch(f"{run.call}: " + "; ".join(words for _, words in problems),
-                       found=[(m, None) for m, _ in problems if m is not None])
+    def check_flag_restored(self):
+        """The model answers after generate as a model in the mode generate found it in: its logits (no
+        cache) against the grader's, for that mode and the other."""
+        if self.model_after is None:
+            return
+        idx = self.prompt[:1]
+        expected = fingerprints.model_logits(self.model, subjects.MODEL_NAME, idx, training=self.training)
+        other = "eval" if self.training else "training"
+        mutants = Fingerprints(
+            lambda training=self.training: fingerprints.model_logits(self.model, subjects.MODEL_NAME, idx,
+                                                                     training=training),
+            [Variant.of("train-flag-not-restored", f"the model was in {'training' if self.training else 'eval'} "
+                        f"mode before generate and is in {other} mode after", training=not self.training)], depth=1)
+        got = self.model_after(idx)
+        got = got[0] if isinstance(got, (tuple, list)) and got else got
+        expect_tensor(got, expected, call=f"model(prompt[:1]) after {self.call} returned", mutants=mutants)
 
 
 @exercise("generate", points=2)
@@ -365,36 +454,26 @@ def test_generate_greedy_tokens(student, rng):
 
 
 @exercise("generate", points=1)
-def test_generate_sampled_tokens(student, rng):
+def test_generate_sampled_tokens(student, reference, rng):
     """sampling with a seeded generator gives the reference tokens (temperature, top_k, top_p)"""
-    Run(student, rng, b=4, temperature=0.8, sampled=True).check_tokens()
-    Run(student, rng, b=3, temperature=1.3, top_k=5, top_p=0.9, sampled=True).check_tokens()
+    Run(student, rng, b=4, temperature=0.8, sampled=True).check_tokens(reference)
+    Run(student, rng, b=3, temperature=1.3, top_k=5, top_p=0.9, sampled=True).check_tokens(reference)
 
 
 @exercise("generate", points=2)
-def test_generate_uses_the_cache(student, rng):
+def test_generate_uses_the_cache(student, reference, rng):
     """the model is called once with the prompt, then with one token (B, 1) at a time and the cache"""
+    # judged by the tokens, on a model whose logits depend on the cache each call is given
     for b, new, temperature in ((2, 6, 1.0), (3, 4, 0.0)):
-        run = Run(student, rng, b=b, new=new, temperature=temperature, sampled=temperature > 0)
-        problems = run.call_problems()
-        try:
-            run.check_tokens()
-        except Mismatch as err:
-            if not problems:
-                raise
-            problems += [(m, err.line) for m, _ in err.found if m not in {p for p, _ in problems}] or [(None, err.line)]
-        fail_with(run, problems)
+        Run(student, rng, b=b, new=new, temperature=temperature, sampled=temperature > 0,
+            cache_term=True).check_tokens(reference)
 
 
 @exercise("generate", points=1)
-def test_generate_eval_no_grad_restores_mode(student, rng):
+def test_generate_eval_no_grad_restores_mode(student, reference, rng):
     """generate runs in eval mode without gradients and leaves the training flag as it found it"""
-    for training, temperature in ((True, 1.0), (False, 0.0)):
-        run = Run(student, rng, b=2, temperature=temperature, sampled=temperature > 0, training=training)
-        problems = run.mode_problems()
-        try:
-            run.check_tokens()
-        except Mismatch as err:
-            if not problems:
-                raise
-        fail_with(run, problems)
+    # judged by the tokens, on a model whose logits depend on the training flag and on gradients,
+    # and by what the model answers after generate returned
+    runs = [Run(student, rng, b=2, temperature=temperature, sampled=temperature > 0, training=training,
+                grad_term=True) for training, temperature in ((True, 1.0), (False, 0.0))]
+    all_of(*[check for run in runs for check in (lambda r=run: r.check_tokens(reference), run.check_flag_restored)])

@@ -394,12 +394,14 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
     Mistake(
         "cache-not-used", "Generation does not use the KV cache",
         "After the prompt, each step must give the model only the new token (B, 1) together with the cache "
-        "the previous call returned. Feeding the whole sequence at every step gives the same tokens but "
-        "recomputes everything (each step costs O(T) tokens of work instead of one); feeding the new token "
-        "without the cache makes the model forget the text before it.",
+        "the previous call returned. With a real model, feeding the whole sequence at every step gives the "
+        "same tokens but recomputes everything (each step costs O(T) tokens of work instead of one); feeding "
+        "the new token without the cache makes the model forget the text before it. The grader's model "
+        "depends on the cache each call is given, so there any other way of calling it gives other tokens.",
         "Call `model(prompt, cache=None)` once and keep the cache it returns; then, in the loop, call "
         "`model(token, cache=cache)` with `token` of shape (B, 1) and keep the new cache.",
-        "the course model logs its calls: after the prompt, calls with more than one token or with no cache"),
+        "generate's tokens on a course model whose logits depend on the length of the cache each call is "
+        "given are those of the whole sequence at every step, or of new tokens without the cache"),
     Mistake(
         "top-k-ties-dropped", "Top-k removes tokens that tie with the k-th largest",
         "The contract keeps every token whose logit is not below the k-th largest, so tokens tied with it "
@@ -419,13 +421,14 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "Generation must run the model in eval mode: in training mode dropout (and anything else that "
         "depends on the mode) changes the logits, so the text depends on chance it should not.",
         "Call `model.eval()` before the loop, and restore the flag afterwards (see train-flag-not-restored).",
-        "the course model logs its training flag at every call; in training mode its logits are perturbed"),
+        "generate's tokens are those of the course model in training mode, where its logits are perturbed"),
     Mistake(
         "generate-grad-enabled", "generate builds the autograd graph",
         "Without torch.no_grad() every step records the operations for a backward pass that never comes: "
         "memory grows with every token and each step is slower.",
         "Run the loop inside `with torch.no_grad():` (or decorate generate with `@torch.no_grad()`).",
-        "the course model logs torch.is_grad_enabled() at every call"),
+        "generate's tokens are those of a course model whose logits change when gradients are enabled, "
+        "run with gradients enabled"),
     Mistake(
         "train-flag-not-restored", "generate leaves the model in another mode",
         "generate must leave the model's training flag as it found it: a training loop that calls generate "
@@ -433,7 +436,7 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "would find dropout switched on.",
         "Note `model.training` before switching to eval mode, and hand the same value back to `model.train(...)` "
         "at the end (in a `finally:` block, so an exception does not skip it).",
-        "the course model's training flag is read after generate returns"),
+        "the course model, called after generate returns, answers as a model in the other mode"),
 ]}
 
 

@@ -88,32 +88,30 @@ def sample_probs(logits, temperature=1.0, top_k=None, top_p=None, *, temperature
     return probs
 
 
-def decode_tokens(model_source, model_name, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
-                  seed=None, *, cache="yes", sampling=None, eval_mode=True):
-    """Lesson 09's generate on a course model built from source (checks/generation_subjects.py), with
-    switches. Returns the (B, T0 + max_new_tokens) token ids.
-
-    cache: "yes" (correct: the prompt once, then each new token with the cache); "recompute" (the
-        whole sequence at every step, no cache: the same tokens, so only the calls tell
-        cache-not-used); "dropped" (each new token alone without the cache, so the model forgets the
-        text before it): cache-not-used.
-    sampling: sample_probs switches as ((name, value), ...) (the mistakes of next_token_probs, seen through generate).
-    eval_mode: False runs the model in the training mode it was built in (generate-train-mode).
-    seed: the torch.Generator's seed for the draws (None with temperature 0).
-    """
+def _course_model(model_source, model_name):
     import torch
     scope = {}
     exec(compile(model_source, "<course model>", "exec"), {"torch": torch, "nn": torch.nn, "math": math,
                                                           "__name__": "course_model"}, scope)
-    model = scope[model_name]
+    return scope[model_name]
+
+
+def _decode(model_source, model_name, prompt, max_new_tokens, temperature, top_k, top_p, seed, cache, sampling,
+            eval_mode, grad):
+    """(tokens (B, T0 + max_new_tokens), the last logits each new token was chosen from (max_new_tokens, B, V))."""
+    import contextlib
+    import torch
+    model = _course_model(model_source, model_name)
     model.train(not eval_mode)
     generator = None if seed is None else torch.Generator().manual_seed(seed)
     prompt = torch.as_tensor(prompt).long()
-    tokens = [prompt]
-    with torch.no_grad():
+    tokens, chosen_from = [prompt], []
+    with contextlib.nullcontext() if grad else torch.no_grad():
         logits, state = model(prompt, cache=None)
+        first = state
         for step in range(max_new_tokens):
-            last = logits[:, -1, :]
+            last = logits[:, -1, :].detach()
+            chosen_from.append(last)
             if temperature == 0:
                 token = last.argmax(dim=-1, keepdim=True)
             else:
@@ -125,6 +123,51 @@ def decode_tokens(model_source, model_name, prompt, max_new_tokens, temperature=
                     logits, state = model(token, cache=state)
                 elif cache == "recompute":
                     logits, state = model(torch.cat(tokens, dim=1), cache=None)
+                elif cache == "whole":
+                    logits, state = model(torch.cat(tokens, dim=1), cache=state)
+                elif cache == "stale":
+                    logits, state = model(token, cache=first)
                 else:
                     logits, state = model(token, cache=None)
-    return torch.cat(tokens, dim=1)
+    return torch.cat(tokens, dim=1), torch.stack(chosen_from)
+
+
+def decode_tokens(model_source, model_name, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
+                  seed=None, *, cache="yes", sampling=None, eval_mode=True, grad=False):
+    """Lesson 09's generate on a course model built from source (checks/generation_subjects.py), with
+    switches. Returns the (B, T0 + max_new_tokens) token ids.
+
+    cache: "yes" (correct: the prompt once, then each new token with the cache it returned last);
+        "recompute" (the whole sequence at every step, no cache); "whole" (the whole sequence at
+        every step, with the cache); "dropped" (each new token alone without the cache, so the
+        model forgets the text before it): cache-not-used. "stale" (each new token with the
+        prompt's cache, never the newer one): no catalogue id. On a model without `cache_term`,
+        "recompute" gives the right tokens.
+    sampling: sample_probs switches as ((name, value), ...) (the mistakes of next_token_probs, seen through generate).
+    eval_mode: False runs the model in the training mode it was built in (generate-train-mode).
+    grad: True runs without torch.no_grad() (generate-grad-enabled; seen on a model with `grad_term`).
+    seed: the torch.Generator's seed for the draws (None with temperature 0).
+    """
+    return _decode(model_source, model_name, prompt, max_new_tokens, temperature, top_k, top_p, seed, cache,
+                   sampling, eval_mode, grad)[0]
+
+
+def decode_logits(model_source, model_name, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
+                  seed=None):
+    """The last logits a correct generate chooses each new token from: (max_new_tokens, B, V), float32
+    as the course model gives them. next_token_probs is asked about these when generate's tokens
+    differ (is the cause in next_token_probs, which generate calls?)."""
+    return _decode(model_source, model_name, prompt, max_new_tokens, temperature, top_k, top_p, seed, "yes", None,
+                   True, False)[1]
+
+
+def model_logits(model_source, model_name, idx, *, training=False, grad=True):
+    """The course model's logits for `idx` (no cache) in the given mode: what the model answers after
+    generate has returned, when it left the training flag as `training` (train-flag-not-restored
+    when that is not the flag it found) and gradients enabled as `grad`."""
+    import contextlib
+    import torch
+    model = _course_model(model_source, model_name)
+    model.train(training)
+    with contextlib.nullcontext() if grad else torch.no_grad():
+        return model(torch.as_tensor(idx).long(), cache=None)[0].detach()
