@@ -20,6 +20,7 @@ Then `nbgrader autograde <assignment>` writes the sandboxed grader's scores into
 from __future__ import annotations
 
 import atexit
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -29,6 +30,9 @@ from nbformat import v4
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,
                                     NbGraderPreprocessor, SaveAutoGrades)
 from traitlets import Float
+
+# one thread for the grader's tiny tensors, as `python -m autograder` does (see autograder/__main__.py)
+os.environ["OMP_NUM_THREADS"] = "1"
 
 CHECK_CALL = re.compile(r"""^\s*check\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""", re.M)
 
