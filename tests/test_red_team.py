@@ -822,7 +822,7 @@ HIDE_BY_CLOSURE = '''import copy, gc, numpy as _np
 for _o in gc.get_objects():
     if hasattr(type(_o), "op_call") and hasattr(type(_o), "handle"):
         _real_handle = type(_o).handle
-        def _handle(self, frame, _real=_real_handle):
+        def _handle(self, frame, *more, _real=_real_handle):   # whatever else the worker passes
             real_call = type(self).op_call
             def op_call(me, target, args=(), kwargs=None, return_args=False):
                 copies = [_np.array(a) if isinstance(a, _np.ndarray) else a for a in args]
@@ -833,7 +833,7 @@ for _o in gc.get_objects():
                 return out
             type(self).op_call = op_call
             try:
-                return _real(self, frame)
+                return _real(self, frame, *more)
             finally:
                 type(self).op_call = real_call
         type(_o).handle = _handle
@@ -1086,3 +1086,123 @@ def forge():
         assert got["grew_mb"] < 40, got
     else:
         assert got["outcome"] == "decoded" and got["grew_mb"] < 70, got
+
+
+# ================================================================== issue 20: what the grader sees after a call
+
+def _solution_cell(lesson: str, grade_id: str) -> str:
+    nb = json.loads((ROOT / "solutions" / f"{lesson}.ipynb").read_text())
+    return next("".join(c["source"]) for c in nb["cells"]
+                if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+# Softmax that writes into its argument past the read-only flag (into the memory itself), so that
+# the write cannot fail; the reply then claims the arguments were untouched.
+WRITES_PAST_THE_FLAG = '''import ctypes
+def softmax(x, axis=-1):
+    shifted = np.ascontiguousarray(x - x.max(axis=axis, keepdims=True))
+    if x.flags.c_contiguous and x.dtype == shifted.dtype:
+        ctypes.memmove(x.ctypes.data, shifted.ctypes.data, shifted.nbytes)   # the caller's array
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+'''
+FORGE_BY_WIRE = '''import copy
+import autograder.run.wire as _w
+_real_decode, _real_encode, _saved = _w.decode, _w.encode, {}
+def _decode(frame, **kw):
+    out = _real_decode(frame, **kw)
+    if isinstance(out, dict) and isinstance(out.get("args"), dict):
+        _saved["args"] = copy.deepcopy((out["args"].get("args"), out["args"].get("kwargs")))
+    return out
+def _encode(value, **kw):
+    inner = value.get("value") if isinstance(value, dict) else None
+    if isinstance(inner, dict) and "args" in inner and "args" in _saved:
+        inner["args"], inner["kwargs"] = _saved["args"]
+    return _real_encode(value, **kw)
+_w.decode, _w.encode = _decode, _encode
+'''
+FORGERIES = {"executor": HIDE_BY_MODULE, "gc": HIDE_BY_GC, "wire": FORGE_BY_WIRE}
+
+
+def _graded(lesson, cells, folder, exercise):
+    from autograder.pipeline import grade_student
+    nb = notebook_with(lesson, cells, folder)
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({lesson: nb}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    return [t for t in result["tests"] if f"exercise:{exercise}" in t["tags"]]
+
+
+@pytest.mark.parametrize("forgery", sorted(FORGERIES))
+def test_a_forged_report_cannot_hide_a_write_into_a_numpy_argument(tmp_path, forgery):
+    """[R U D] Issue 20, "grader internals out of the student's reach": the arguments after a call
+    were the child's report, so a softmax that wrote into its argument's memory (past the read-only
+    flag, with ctypes) and patched the executor or the wire format (or found them through gc) to
+    report copies taken before the call got 3/3. The grader now reads the arguments back from
+    memory of its own; the same patch over the reference still gets full marks."""
+    lesson, forge = "01_scaled_dot_product_attention", FORGERIES[forgery]
+    softmax = _graded(lesson, {"softmax": forge + WRITES_PAST_THE_FLAG}, tmp_path / "cheat", "softmax")
+    assert softmax and sum(t["score"] for t in softmax) == 0, [(t["name"], t["score"]) for t in softmax]
+    assert all("mistake:input-modified" in t["tags"] for t in softmax), [t["output"] for t in softmax]
+    honest = _graded(lesson, {"softmax": forge + _solution_cell(lesson, "softmax")}, tmp_path / "ref", "softmax")
+    assert honest and all(t["score"] == t["max_score"] for t in honest), [t["output"] for t in honest]
+
+
+@pytest.mark.parametrize("forgery", sorted(FORGERIES))
+def test_a_forged_report_cannot_hide_an_in_place_write_into_a_tensor(tmp_path, forgery):
+    """[R U D] Issue 20: torch tensors cannot be made read-only, so for them the in-place check
+    trusted the child's report entirely: next_token_probs dividing the caller's logits in place
+    (`logits.sub_(max).div_(temperature)`) under a forged report got full marks. The tensors now live in the
+    grader's memory, which it reads back itself; the reference under the same patch still passes."""
+    lesson = "09_generating_text"
+    solution = _solution_cell(lesson, "next_token_probs")
+    mutating = solution.replace("logits = logits / temperature",   # shifts the caller's logits: same probabilities
+                                "logits = logits.sub_(logits.amax(dim=-1, keepdim=True)).div_(temperature)")
+    assert mutating != solution
+    probs = _graded(lesson, {"next_token_probs": FORGERIES[forgery] + mutating}, tmp_path / "cheat", "next_token_probs")
+    assert probs and sum(t["score"] for t in probs) == 0, [(t["name"], t["score"]) for t in probs]
+    assert any("mistake:input-modified" in t["tags"] for t in probs), [t["output"] for t in probs]
+    honest = _graded(lesson, {"next_token_probs": FORGERIES[forgery] + solution}, tmp_path / "ref", "next_token_probs")
+    assert honest and all(t["score"] == t["max_score"] for t in honest), [t["output"] for t in honest]
+
+
+def test_the_grader_reads_call_arguments_from_its_own_sealed_memory(box):
+    """[R U D] The arguments after a call are what the grader reads from its own memory, whatever
+    the child replies: a child that reports other arguments, writes into a tensor and an array
+    (past its flag), or tries to shrink that memory, is seen as it is."""
+    import numpy as np
+    import torch
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="attack", source='''import ctypes, gc, os, numpy as np
+def touch(x, t):
+    t.add_(1)
+    x.setflags(write=True)
+    x[0] = -7.0
+    shrunk = []
+    for fd in range(3, 64):          # the grader's memory is sealed: it cannot shrink
+        try:
+            os.ftruncate(fd, 0)
+            shrunk.append(fd)
+        except OSError:
+            pass
+    return shrunk
+for o in gc.get_objects():
+    if type(o).__name__ == "Executor":
+        real = type(o).op_call
+        def op_call(self, *a, **k):
+            out = real(self, *a, **k)
+            out["args"] = [np.zeros(3), np.zeros(2)]    # a forged report
+            return out
+        type(o).op_call = op_call
+        break
+''')
+        x, t = np.arange(3.0), torch.arange(2.0)
+        reply = child.request("call", 20, target=["name", "touch"], args=[x, t], return_args=True)
+    finally:
+        child.close()
+    after_x, after_t = reply["args"]
+    assert after_x.tolist() == [-7.0, 1.0, 2.0] and isinstance(after_t, torch.Tensor) and after_t.tolist() == [1.0, 2.0]
+    assert x.tolist() == [0.0, 1.0, 2.0] and t.tolist() == [0.0, 1.0]   # the grader's own are untouched

@@ -23,6 +23,7 @@ import time
 
 from autograder.run import wire
 from autograder.isolate import bwrap
+from autograder.isolate.watch import Watch
 from autograder.run.errors import SandboxBroken, SandboxUnavailable, StudentError, SubmissionFault  # noqa: F401
 
 DEFAULT_TIME_LIMIT = 10.0                 # seconds per exercise
@@ -44,27 +45,25 @@ class Child:
         if not self.alive:
             raise SubmissionFault("crash", "the worker process had already stopped")
         deadline = time.monotonic() + max(timeout, 0.05)
+        watch = Watch(op, args)   # a watched call's arguments: in memory the grader reads back itself
         try:
-            frame = wire.encode({"op": op, "args": args})
             self.sock.settimeout(max(timeout, 0.05))
-            wire.send(self.sock, frame)
+            watch.send(self.sock)
             reply_frame = wire.recv(self.sock, deadline)
+            reply = wire.decode(reply_frame, objects=lambda n, t: wire.Handle(n, t))
+            if reply["ok"] is True:
+                return watch.after(reply.get("value"))
         except socket.timeout:
             self.close()
             raise SubmissionFault("timeout", "did not finish within the time limit") from None
-        except (EOFError, OSError, wire.WireError) as exc:
+        except (EOFError, OSError) as exc:
             self.close()
             raise SubmissionFault("crash", f"the worker process stopped ({exc})") from None
-        try:
-            reply = wire.decode(reply_frame, objects=lambda n, t: wire.Handle(n, t))
         except Exception as exc:  # untrusted bytes: any failure to decode is the child's fault
             self.close()
             raise SubmissionFault("crash", f"the worker sent an unreadable answer ({type(exc).__name__})") from None
-        if not isinstance(reply, dict) or "ok" not in reply:
-            self.close()
-            raise SubmissionFault("crash", "the worker sent an unreadable answer")
-        if reply["ok"]:
-            return reply.get("value")
+        finally:
+            watch.close()
         error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
         if error.get("type") == "MemoryError" or "can't allocate memory" in str(error.get("message", "")):
             raise SubmissionFault("memory", "ran out of memory (the limit was reached): "

@@ -317,11 +317,12 @@ def serve_child(conn_fd: int, settings: dict, ready_fd: int) -> None:
         executor.layers = layers
         sock = socket.socket(fileno=conn_fd)
         while True:
+            fds: list[int] = []
             try:
-                frame = wire.recv(sock)
+                frame = wire.recv(sock, fds=fds)
             except (EOFError, OSError, wire.WireError):
                 break
-            wire.send(sock, executor.handle(frame))
+            wire.send(sock, executor.handle(frame, fds))
     except BaseException:
         code = 3
     finally:
