@@ -1206,3 +1206,115 @@ for o in gc.get_objects():
     after_x, after_t = reply["args"]
     assert after_x.tolist() == [-7.0, 1.0, 2.0] and isinstance(after_t, torch.Tensor) and after_t.tolist() == [1.0, 2.0]
     assert x.tolist() == [0.0, 1.0, 2.0] and t.tolist() == [0.0, 1.0]   # the grader's own are untouched
+
+
+# ================================================================== issue 20: lesson 06's subjects leave no notes
+
+LEAVE_A_NOTE = r'''import ctypes, os, threading
+def leave_a_note():
+    """Every way this process could change state the next subject can read."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    done = {}
+    def attempt(name, action):
+        try:
+            done[name] = action()
+        except Exception as exc:
+            done[name] = "refused: " + type(exc).__name__
+    def threads():    # each thread takes a pid: the next subject's pid would jump by 200
+        for _ in range(200):
+            t = threading.Thread(target=lambda: None)
+            t.start()
+            t.join()
+        return "ok"
+    def forks():
+        for _ in range(50):
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        return "ok"
+    def files():      # each file takes an inode number: the next subject's own file would show it
+        for i in range(50):
+            with open(f"note{i}", "w") as f:
+                f.write("x")
+        return "ok"
+    def call(value):
+        if value < 0:
+            raise OSError(ctypes.get_errno(), "refused")
+        return "ok"
+    attempt("threads", threads)
+    attempt("forks", forks)
+    attempt("files", files)
+    attempt("message queue", lambda: call(libc.syscall(240, b"lesson06-note", 0o100 | 0o2, 0o600, None)))
+    attempt("inotify", lambda: call(libc.inotify_init1(0)))
+    buf = ctypes.create_string_buffer(8)
+    attempt("mincore", lambda: call(libc.mincore(ctypes.c_void_p(ctypes.addressof(buf) & ~4095), ctypes.c_size_t(4096), buf)))
+    fd = os.open("/usr/lib/os-release" if os.path.exists("/usr/lib/os-release") else "/usr", os.O_RDONLY)
+    attempt("fadvise", lambda: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED) or "ok")
+    os.close(fd)
+    return {"done": done, "pid": os.getpid(), "uid": os.getuid(), "cwd": os.getcwd()}
+'''
+
+
+def test_a_lesson06_subject_can_leave_nothing_for_the_next_one(box):
+    """[R U D] Issue 20, point 3: each subject ran in a fresh process, but the kernel's counters
+    carried notes from one to the next: a subject that started 200 threads moved the next one's pid
+    by 200 (its pid was 7, then 109, then 311), files it made moved the next one's inode numbers,
+    and the uid and scratch folder name counted the children started before. A subject now starts
+    no process or thread, makes no file, opens no message queue or file watch, and learns nothing
+    of the page cache; its uid and folder name are drawn at random."""
+    seen = []
+    for _ in range(3):
+        child = box.spawn(subject=True)
+        try:
+            child.request("exec", 20, label="attack", source=LEAVE_A_NOTE)
+            seen.append(child.request("call", 60, target=["name", "leave_a_note"])["result"])
+        finally:
+            child.close()
+    for report in seen:
+        assert all(str(v).startswith("refused") for v in report["done"].values()), report["done"]
+    names = [os.path.basename(r["cwd"]) for r in seen]
+    assert not any(any(ch.isdigit() for ch in name.split("-")[0]) for name in names), names
+    if any(layer.startswith("separate") for layer in box.layers):   # a uid of its own (root)
+        uids = [r["uid"] for r in seen]
+        assert len(set(uids)) == 3 and not (uids[1] - uids[0] == uids[2] - uids[1] == 1), uids
+    if box.namespaces:   # pids: only the worker's own spawns move the counter between two subjects
+        pids = [r["pid"] for r in seen]
+        assert all(0 < b - a < 20 for a, b in zip(pids, pids[1:])), pids
+
+
+def test_an_ordinary_child_still_starts_threads_and_writes_its_scratch(box):
+    """The subject's restrictions are the subject's: a notebook's child keeps threads, processes
+    and its scratch folder (lessons use DataLoader workers, matplotlib caches, files of their own)."""
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="attack", source=LEAVE_A_NOTE)
+        done = child.request("call", 60, target=["name", "leave_a_note"])["result"]["done"]
+    finally:
+        child.close()
+    assert done["threads"] == done["forks"] == done["files"] == "ok", done
+    assert str(done["inotify"]).startswith("refused") and str(done["message queue"]).startswith("refused"), done
+
+
+def test_the_notebooks_child_is_ended_before_a_subject_runs(tmp_path):
+    """[R U D] Issue 20, point 3: the notebook's child stayed alive while the subjects ran, so a
+    thread of the student's there could watch them (the pid counter, the shared files) and pass
+    notes from one subject to the next. It is ended before any subject starts."""
+    from autograder.course import COURSE
+    from autograder.isolate.submission import Submission
+    from autograder.load.notebook import build_program
+    nb = notebook_with(LESSON6, {}, tmp_path / "s")
+    sandbox = Sandbox(memory_bytes=GiB)
+    sub = Submission(build_program(nb, COURSE[LESSON6]), sandbox, 10.0)
+    try:
+        sub.begin_exercise("test_projections")
+        sub.request("names")
+        notebook_child = sub.child
+        assert notebook_child is not None and notebook_child.alive
+        verdict = sub.fresh_call(["name", "test_projections"], [1], 5.0)
+        assert verdict["outcome"] == "raised"
+        assert not notebook_child.alive and sub.child is None
+    finally:
+        sub.close()
+        sandbox.close()

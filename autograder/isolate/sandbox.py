@@ -195,12 +195,13 @@ class Sandbox:
                 "files_as_root": unreadable[0] if own_uid and unreadable else None,
                 "landlock": self.switches["landlock"], "seccomp": self.switches["seccomp"]}
 
-    def spawn(self) -> Child:
+    def spawn(self, subject: bool = False) -> Child:
+        """A confined child; a `subject` (lesson 06) also starts no process or thread, writes no file."""
         if self._proc is None or self._proc.poll() is not None:
             self._start()
         ours, theirs = socket.socketpair()
         try:
-            reply = self._ask(self._settings(), fds=[theirs.fileno()])
+            reply = self._ask(dict(self._settings(), subject=subject), fds=[theirs.fileno()])
         finally:
             theirs.close()
         if "pid" not in reply:
