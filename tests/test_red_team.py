@@ -1318,3 +1318,117 @@ def test_the_notebooks_child_is_ended_before_a_subject_runs(tmp_path):
     finally:
         sub.close()
         sandbox.close()
+
+
+# ================================================================== issue 20: more attacks on the new paths
+
+def test_the_child_never_sees_the_course_secret_or_a_grader_descriptor(monkeypatch):
+    """[R U D] A student looks for the course secret (its environment, every descriptor it may have
+    inherited, the grader's memory through /proc) and for any open file of the grader's: the
+    worker starts with an environment of its own, and a child keeps only its socket."""
+    monkeypatch.setenv("AUTOGRADER_SECRET", "secret-for-the-attack-7f3a")
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        found = attempt(sandbox, '''import os, stat
+RESULT = {"env": [k for k, v in os.environ.items() if "secret-for-the-attack" in v or "AUTOGRADER" in k],
+          "fds": []}
+for fd in range(3, 1024):
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        continue
+    null = stat.S_ISCHR(mode) and os.fstat(fd).st_rdev == os.stat("/dev/null").st_rdev   # its own stdout/stderr
+    RESULT["fds"].append((fd, "socket" if stat.S_ISSOCK(mode) else "null" if null else oct(mode)))
+for path in ("/proc/1/environ", f"/proc/{os.getppid()}/environ", "/proc/self/environ"):
+    try:
+        RESULT.setdefault("proc", []).append("secret-for-the-attack" in open(path, "rb").read().decode(errors="replace"))
+    except OSError:
+        pass
+''')
+    finally:
+        sandbox.close()
+    assert found["env"] == [] and not any(found.get("proc", [])), found
+    kinds = [kind for _, kind in found["fds"]]
+    assert set(kinds) <= {"socket", "null"} and kinds.count("socket") <= 1, found["fds"]
+
+
+def test_descriptors_sent_with_a_reply_never_reach_the_grader(box):
+    """[R U D] The child sends file descriptors with its reply (SCM_RIGHTS on its socket, through a
+    patched wire.send): the grader reads replies with plain recv, so none is installed in it."""
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="attack", source='''import os, socket
+import autograder.run.wire as _w
+_fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(4)]
+def _send(sock, frame):
+    socket.send_fds(sock, [frame[:1]], _fds)
+    sock.sendall(frame[1:])
+_w.send = _send
+def ping():
+    return "pong"
+''')
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(20):
+            assert child.request("call", 20, target=["name", "ping"])["result"] == "pong"
+        after = len(os.listdir("/proc/self/fd"))
+    finally:
+        child.close()
+    assert after <= before, (before, after)
+
+
+def test_a_reply_pointing_at_shared_memory_costs_only_the_exercise(box):
+    """[R U D] A forged reply whose answer claims to live in shared memory ("$shared" nodes, with
+    offsets of its choosing): the grader decodes replies without any shared memory, so the frame is
+    unreadable, the child is ended, and nothing of the grader's memory is read."""
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="attack", source='''import json, struct
+import autograder.run.wire as _w
+_real, _armed = _w.encode, []
+def _encode(value, **kw):
+    if not _armed:
+        return _real(value, **kw)
+    header = json.dumps({"value": {"ok": True, "value": {"result": {"$shared": ["float64", [1 << 20], 0],
+                         "kind": "numpy"}}}, "buffers": []}).encode()
+    return struct.pack(">Q", len(header)) + header
+_w.encode = _encode
+def f():
+    _armed.append(1)
+    return 1
+''')
+        with pytest.raises(SubmissionFault) as caught:
+            child.request("call", 20, target=["name", "f"], return_args=True)
+        assert caught.value.kind == "crash"
+    finally:
+        child.close()
+    again = box.spawn()        # the worker itself is fine
+    try:
+        assert run_in(again, "RESULT = 2") == 2
+    finally:
+        again.close()
+
+
+def test_answers_arrive_as_plain_data_whatever_their_class(box):
+    """[R U D] An answer of a NumPy or torch subclass whose comparisons always say "equal" (and a
+    float subclass): on the grader's side they are plain arrays, tensors and floats."""
+    import numpy as np
+    import torch
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="attack", source='''import numpy as np, torch
+class Always(np.ndarray):
+    def __eq__(self, other): return True
+    def __array_function__(self, *a, **k): return True
+class AlwaysT(torch.Tensor):
+    def __eq__(self, other): return True
+    def allclose(self, *a, **k): return True
+class F(float):
+    def __eq__(self, other): return True
+def answers():
+    return np.zeros(3).view(Always), torch.Tensor._make_subclass(AlwaysT, torch.zeros(2)), F(1.5)
+''')
+        a, t, f = child.request("call", 20, target=["name", "answers"], return_args=True)["result"]
+    finally:
+        child.close()
+    assert type(a) is np.ndarray and type(t) is torch.Tensor and not np.array_equal(a, np.ones(3))
+    assert not torch.equal(t, torch.ones(2)) and (type(f) is not float or f == 1.5)
