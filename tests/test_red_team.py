@@ -1432,3 +1432,38 @@ def answers():
         child.close()
     assert type(a) is np.ndarray and type(t) is torch.Tensor and not np.array_equal(a, np.ones(3))
     assert not torch.equal(t, torch.ones(2)) and (type(f) is not float or f == 1.5)
+
+
+NO_CACHE_FORGED_LOG = '''def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            seq = prompt
+            for step in range(max_new_tokens):
+                logits, _ = model(seq, cache=None)          # the whole sequence again: the cache never used
+                last = logits[:, -1, :]
+                if temperature == 0:
+                    token = last.argmax(dim=-1, keepdim=True)
+                else:
+                    token = torch.multinomial(next_token_probs(last, temperature, top_k, top_p), 1, generator=generator)
+                seq = torch.cat([seq, token], dim=1)
+            b, t0 = prompt.shape                            # the log the grader asks for, rewritten
+            model.calls[:] = [[[b, t0], None, False, False]] + [[[b, 1], t0 + j, False, False]
+                                                                for j in range(max_new_tokens - 1)]
+            return seq
+    finally:
+        model.train(was)
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="OPEN: lesson 09's call log lives in the student's process (see the docstring)")
+def test_generate_without_the_cache_cannot_forge_the_models_call_log(tmp_path):
+    """[R U D] OPEN HOLE, found in this round: recomputing the whole sequence gives the same tokens as
+    using the cache, so test_generate_uses_the_cache judges the course model's call log, which is
+    an attribute of the model in the student's process. A generate that never uses the cache and
+    rewrites `model.calls` to the expected pattern gets 2/2 for it (6/6 for generate)."""
+    lesson = "09_generating_text"
+    cells = {"generate": NO_CACHE_FORGED_LOG, "next_token_probs": _solution_cell(lesson, "next_token_probs")}
+    cache = [t for t in _graded(lesson, cells, tmp_path / "cheat", "generate") if "the cache" in t["name"]]
+    assert cache and sum(t["score"] for t in cache) == 0, [(t["name"], t["score"]) for t in cache]
