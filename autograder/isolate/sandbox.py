@@ -47,21 +47,23 @@ class Child:
         deadline = time.monotonic() + max(timeout, 0.05)
         watch = Watch(op, args)   # a watched call's arguments: in memory the grader reads back itself
         try:
-            self.sock.settimeout(max(timeout, 0.05))
-            watch.send(self.sock)
-            reply_frame = wire.recv(self.sock, deadline)
-            reply = wire.decode(reply_frame, objects=lambda n, t: wire.Handle(n, t))
-            if reply["ok"] is True:
+            try:
+                self.sock.settimeout(max(timeout, 0.05))
+                watch.send(self.sock)
+                reply_frame = wire.recv(self.sock, deadline)
+            except socket.timeout:
+                self.close()
+                raise SubmissionFault("timeout", "did not finish within the time limit") from None
+            except (EOFError, OSError, wire.WireError) as exc:
+                self.close()
+                raise SubmissionFault("crash", f"the worker process stopped ({exc})") from None
+            try:
+                ok = (reply := wire.decode(reply_frame, objects=lambda n, t: wire.Handle(n, t)))["ok"] is True
+            except Exception as exc:  # untrusted bytes: any failure to decode is the child's fault
+                self.close()
+                raise SubmissionFault("crash", f"the worker sent an unreadable answer ({type(exc).__name__})") from None
+            if ok:
                 return watch.after(reply.get("value"))
-        except socket.timeout:
-            self.close()
-            raise SubmissionFault("timeout", "did not finish within the time limit") from None
-        except (EOFError, OSError) as exc:
-            self.close()
-            raise SubmissionFault("crash", f"the worker process stopped ({exc})") from None
-        except Exception as exc:  # untrusted bytes: any failure to decode is the child's fault
-            self.close()
-            raise SubmissionFault("crash", f"the worker sent an unreadable answer ({type(exc).__name__})") from None
         finally:
             watch.close()
         error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
@@ -195,8 +197,7 @@ class Sandbox:
                 "files_as_root": unreadable[0] if own_uid and unreadable else None,
                 "landlock": self.switches["landlock"], "seccomp": self.switches["seccomp"]}
 
-    def spawn(self, subject: bool = False) -> Child:
-        """A confined child; a `subject` (lesson 06) also starts no process or thread, writes no file."""
+    def spawn(self, subject: bool = False) -> Child:   # a lesson-06 subject: see confine.NO_NEW_TASKS
         if self._proc is None or self._proc.poll() is not None:
             self._start()
         ours, theirs = socket.socketpair()
