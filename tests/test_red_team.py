@@ -838,7 +838,7 @@ HIDE_BY_CLOSURE = '''import copy, gc, numpy as _np
 for _o in gc.get_objects():
     if hasattr(type(_o), "op_call") and hasattr(type(_o), "handle"):
         _real_handle = type(_o).handle
-        def _handle(self, frame, _real=_real_handle):
+        def _handle(self, frame, *more, _real=_real_handle):   # whatever else the worker passes
             real_call = type(self).op_call
             def op_call(me, target, args=(), kwargs=None, return_args=False):
                 copies = [_np.array(a) if isinstance(a, _np.ndarray) else a for a in args]
@@ -849,7 +849,7 @@ for _o in gc.get_objects():
                 return out
             type(self).op_call = op_call
             try:
-                return _real(self, frame)
+                return _real(self, frame, *more)
             finally:
                 type(self).op_call = real_call
         type(_o).handle = _handle
@@ -1108,3 +1108,382 @@ def forge():
         assert got["grew_mb"] < 40, got
     else:
         assert got["outcome"] == "decoded" and got["grew_mb"] < 70, got
+
+
+# ================================================================== issue 20: what the grader sees after a call
+
+def _solution_cell(lesson: str, grade_id: str) -> str:
+    nb = json.loads((ROOT / "solutions" / f"{lesson}.ipynb").read_text())
+    return next("".join(c["source"]) for c in nb["cells"]
+                if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+# Softmax that writes into its argument past the read-only flag (into the memory itself), so that
+# the write cannot fail; the reply then claims the arguments were untouched.
+WRITES_PAST_THE_FLAG = '''import ctypes
+def softmax(x, axis=-1):
+    shifted = np.ascontiguousarray(x - x.max(axis=axis, keepdims=True))
+    if x.flags.c_contiguous and x.dtype == shifted.dtype:
+        ctypes.memmove(x.ctypes.data, shifted.ctypes.data, shifted.nbytes)   # the caller's array
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+'''
+FORGE_BY_WIRE = '''import copy
+import autograder.run.wire as _w
+_real_decode, _real_encode, _saved = _w.decode, _w.encode, {}
+def _decode(frame, **kw):
+    out = _real_decode(frame, **kw)
+    if isinstance(out, dict) and isinstance(out.get("args"), dict):
+        _saved["args"] = copy.deepcopy((out["args"].get("args"), out["args"].get("kwargs")))
+    return out
+def _encode(value, **kw):
+    inner = value.get("value") if isinstance(value, dict) else None
+    if isinstance(inner, dict) and "args" in inner and "args" in _saved:
+        inner["args"], inner["kwargs"] = _saved["args"]
+    return _real_encode(value, **kw)
+_w.decode, _w.encode = _decode, _encode
+'''
+FORGERIES = {"executor": HIDE_BY_MODULE, "gc": HIDE_BY_GC, "wire": FORGE_BY_WIRE}
+
+
+def _graded(lesson, cells, folder, exercise):
+    from autograder.pipeline import grade_student
+    nb = notebook_with(lesson, cells, folder)
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        result = grade_student({lesson: nb}, sandbox, 10.0)
+    finally:
+        sandbox.close()
+    return [t for t in result["tests"] if f"exercise:{exercise}" in t["tags"]]
+
+
+@pytest.mark.parametrize("forgery", sorted(FORGERIES))
+def test_a_forged_report_cannot_hide_a_write_into_a_numpy_argument(tmp_path, forgery):
+    """[R U D] Issue 20, "grader internals out of the student's reach": the arguments after a call
+    were the child's report, so a softmax that wrote into its argument's memory (past the read-only
+    flag, with ctypes) and patched the executor or the wire format (or found them through gc) to
+    report copies taken before the call got 3/3. The grader now reads the arguments back from
+    memory of its own; the same patch over the reference still gets full marks."""
+    lesson, forge = "01_scaled_dot_product_attention", FORGERIES[forgery]
+    softmax = _graded(lesson, {"softmax": forge + WRITES_PAST_THE_FLAG}, tmp_path / "cheat", "softmax")
+    assert softmax and sum(t["score"] for t in softmax) == 0, [(t["name"], t["score"]) for t in softmax]
+    assert all("mistake:input-modified" in t["tags"] for t in softmax), [t["output"] for t in softmax]
+    honest = _graded(lesson, {"softmax": forge + _solution_cell(lesson, "softmax")}, tmp_path / "ref", "softmax")
+    assert honest and all(t["score"] == t["max_score"] for t in honest), [t["output"] for t in honest]
+
+
+@pytest.mark.parametrize("forgery", sorted(FORGERIES))
+def test_a_forged_report_cannot_hide_an_in_place_write_into_a_tensor(tmp_path, forgery):
+    """[R U D] Issue 20: torch tensors cannot be made read-only, so for them the in-place check
+    trusted the child's report entirely: next_token_probs dividing the caller's logits in place
+    (`logits.sub_(max).div_(temperature)`) under a forged report got full marks. The tensors now live in the
+    grader's memory, which it reads back itself; the reference under the same patch still passes."""
+    lesson = "09_generating_text"
+    solution = _solution_cell(lesson, "next_token_probs")
+    mutating = solution.replace("logits = logits / temperature",   # shifts the caller's logits: same probabilities
+                                "logits = logits.sub_(logits.amax(dim=-1, keepdim=True)).div_(temperature)")
+    assert mutating != solution
+    probs = _graded(lesson, {"next_token_probs": FORGERIES[forgery] + mutating}, tmp_path / "cheat", "next_token_probs")
+    assert probs and sum(t["score"] for t in probs) == 0, [(t["name"], t["score"]) for t in probs]
+    assert any("mistake:input-modified" in t["tags"] for t in probs), [t["output"] for t in probs]
+    honest = _graded(lesson, {"next_token_probs": FORGERIES[forgery] + solution}, tmp_path / "ref", "next_token_probs")
+    assert honest and all(t["score"] == t["max_score"] for t in honest), [t["output"] for t in honest]
+
+
+def test_the_grader_reads_call_arguments_from_its_own_sealed_memory(box):
+    """[R U D] The arguments after a call are what the grader reads from its own memory, whatever
+    the child replies: a child that reports other arguments, writes into a tensor and an array
+    (past its flag), or tries to shrink that memory, is seen as it is."""
+    import numpy as np
+    import torch
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="attack", source='''import ctypes, gc, os, numpy as np
+def touch(x, t):
+    t.add_(1)
+    x.setflags(write=True)
+    x[0] = -7.0
+    shrunk = []
+    for fd in range(3, 64):          # the grader's memory is sealed: it cannot shrink
+        try:
+            os.ftruncate(fd, 0)
+            shrunk.append(fd)
+        except OSError:
+            pass
+    return shrunk
+for o in gc.get_objects():
+    if type(o).__name__ == "Executor":
+        real = type(o).op_call
+        def op_call(self, *a, **k):
+            out = real(self, *a, **k)
+            out["args"] = [np.zeros(3), np.zeros(2)]    # a forged report
+            return out
+        type(o).op_call = op_call
+        break
+''')
+        x, t = np.arange(3.0), torch.arange(2.0)
+        reply = child.request("call", 20, target=["name", "touch"], args=[x, t], return_args=True)
+    finally:
+        child.close()
+    after_x, after_t = reply["args"]
+    assert after_x.tolist() == [-7.0, 1.0, 2.0] and isinstance(after_t, torch.Tensor) and after_t.tolist() == [1.0, 2.0]
+    assert x.tolist() == [0.0, 1.0, 2.0] and t.tolist() == [0.0, 1.0]   # the grader's own are untouched
+
+
+# ================================================================== issue 20: lesson 06's subjects leave no notes
+
+LEAVE_A_NOTE = r'''import ctypes, os, threading
+def leave_a_note():
+    """Every way this process could change state the next subject can read."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    done = {}
+    def attempt(name, action):
+        try:
+            done[name] = action()
+        except Exception as exc:
+            done[name] = "refused: " + type(exc).__name__
+    def threads():    # each thread takes a pid: the next subject's pid would jump by 200
+        for _ in range(200):
+            t = threading.Thread(target=lambda: None)
+            t.start()
+            t.join()
+        return "ok"
+    def forks():
+        for _ in range(50):
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        return "ok"
+    def files():      # each file takes an inode number: the next subject's own file would show it
+        for i in range(50):
+            with open(f"note{i}", "w") as f:
+                f.write("x")
+        return "ok"
+    def call(value):
+        if value < 0:
+            raise OSError(ctypes.get_errno(), "refused")
+        return "ok"
+    attempt("threads", threads)
+    attempt("forks", forks)
+    attempt("files", files)
+    attempt("message queue", lambda: call(libc.syscall(240, b"lesson06-note", 0o100 | 0o2, 0o600, None)))
+    attempt("inotify", lambda: call(libc.inotify_init1(0)))
+    buf = ctypes.create_string_buffer(8)
+    attempt("mincore", lambda: call(libc.mincore(ctypes.c_void_p(ctypes.addressof(buf) & ~4095), ctypes.c_size_t(4096), buf)))
+    fd = os.open("/usr/lib/os-release" if os.path.exists("/usr/lib/os-release") else "/usr", os.O_RDONLY)
+    attempt("fadvise", lambda: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED) or "ok")
+    os.close(fd)
+    return {"done": done, "pid": os.getpid(), "uid": os.getuid(), "cwd": os.getcwd()}
+'''
+
+
+def test_a_lesson06_subject_can_leave_nothing_for_the_next_one(box):
+    """[R U D] Issue 20, point 3: each subject ran in a fresh process, but the kernel's counters
+    carried notes from one to the next: a subject that started 200 threads moved the next one's pid
+    by 200 (its pid was 7, then 109, then 311), files it made moved the next one's inode numbers,
+    and the uid and scratch folder name counted the children started before. A subject now starts
+    no process or thread, makes no file, opens no message queue or file watch, and learns nothing
+    of the page cache; its uid and folder name are drawn at random."""
+    seen = []
+    for _ in range(3):
+        child = box.spawn(subject=True)
+        try:
+            child.request("exec", 20, label="attack", source=LEAVE_A_NOTE)
+            seen.append(child.request("call", 60, target=["name", "leave_a_note"])["result"])
+        finally:
+            child.close()
+    for report in seen:
+        assert all(str(v).startswith("refused") for v in report["done"].values()), report["done"]
+    names = [os.path.basename(r["cwd"]) for r in seen]
+    assert not any(any(ch.isdigit() for ch in name.split("-")[0]) for name in names), names
+    if any(layer.startswith("separate") for layer in box.layers):   # a uid of its own (root)
+        uids = [r["uid"] for r in seen]
+        assert len(set(uids)) == 3 and not (uids[1] - uids[0] == uids[2] - uids[1] == 1), uids
+    if box.namespaces:   # pids: only the worker's own spawns move the counter between two subjects
+        pids = [r["pid"] for r in seen]
+        assert all(0 < b - a < 20 for a, b in zip(pids, pids[1:])), pids
+
+
+def test_an_ordinary_child_still_starts_threads_and_writes_its_scratch(box):
+    """The subject's restrictions are the subject's: a notebook's child keeps threads, processes
+    and its scratch folder (lessons use DataLoader workers, matplotlib caches, files of their own)."""
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="attack", source=LEAVE_A_NOTE)
+        done = child.request("call", 60, target=["name", "leave_a_note"])["result"]["done"]
+    finally:
+        child.close()
+    assert done["threads"] == done["forks"] == done["files"] == "ok", done
+    assert str(done["inotify"]).startswith("refused") and str(done["message queue"]).startswith("refused"), done
+
+
+def test_the_notebooks_child_is_ended_before_a_subject_runs(tmp_path):
+    """[R U D] Issue 20, point 3: the notebook's child stayed alive while the subjects ran, so a
+    thread of the student's there could watch them (the pid counter, the shared files) and pass
+    notes from one subject to the next. It is ended before any subject starts."""
+    from autograder.course import COURSE
+    from autograder.isolate.submission import Submission
+    from autograder.load.notebook import build_program
+    nb = notebook_with(LESSON6, {}, tmp_path / "s")
+    sandbox = Sandbox(memory_bytes=GiB)
+    sub = Submission(build_program(nb, COURSE[LESSON6]), sandbox, 10.0)
+    try:
+        sub.begin_exercise("test_projections")
+        sub.request("names")
+        notebook_child = sub.child
+        assert notebook_child is not None and notebook_child.alive
+        verdict = sub.fresh_call(["name", "test_projections"], [1], 5.0)
+        assert verdict["outcome"] == "raised"
+        assert not notebook_child.alive and sub.child is None
+    finally:
+        sub.close()
+        sandbox.close()
+
+
+# ================================================================== issue 20: more attacks on the new paths
+
+def test_the_child_never_sees_the_course_secret_or_a_grader_descriptor(monkeypatch):
+    """[R U D] A student looks for the course secret (its environment, every descriptor it may have
+    inherited, the grader's memory through /proc) and for any open file of the grader's: the
+    worker starts with an environment of its own, and a child keeps only its socket."""
+    monkeypatch.setenv("AUTOGRADER_SECRET", "secret-for-the-attack-7f3a")
+    sandbox = Sandbox(memory_bytes=GiB)
+    try:
+        found = attempt(sandbox, '''import os, stat
+RESULT = {"env": [k for k, v in os.environ.items() if "secret-for-the-attack" in v or "AUTOGRADER" in k],
+          "fds": []}
+for fd in range(3, 1024):
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        continue
+    null = stat.S_ISCHR(mode) and os.fstat(fd).st_rdev == os.stat("/dev/null").st_rdev   # its own stdout/stderr
+    RESULT["fds"].append((fd, "socket" if stat.S_ISSOCK(mode) else "null" if null else oct(mode)))
+for path in ("/proc/1/environ", f"/proc/{os.getppid()}/environ", "/proc/self/environ"):
+    try:
+        RESULT.setdefault("proc", []).append("secret-for-the-attack" in open(path, "rb").read().decode(errors="replace"))
+    except OSError:
+        pass
+''')
+    finally:
+        sandbox.close()
+    assert found["env"] == [] and not any(found.get("proc", [])), found
+    kinds = [kind for _, kind in found["fds"]]
+    assert set(kinds) <= {"socket", "null"} and kinds.count("socket") <= 1, found["fds"]
+
+
+def test_descriptors_sent_with_a_reply_never_reach_the_grader(box):
+    """[R U D] The child sends file descriptors with its reply (SCM_RIGHTS on its socket, through a
+    patched wire.send): the grader reads replies with plain recv, so none is installed in it."""
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="attack", source='''import os, socket
+import autograder.run.wire as _w
+_fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(4)]
+def _send(sock, frame):
+    socket.send_fds(sock, [frame[:1]], _fds)
+    sock.sendall(frame[1:])
+_w.send = _send
+def ping():
+    return "pong"
+''')
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(20):
+            assert child.request("call", 20, target=["name", "ping"])["result"] == "pong"
+        after = len(os.listdir("/proc/self/fd"))
+    finally:
+        child.close()
+    assert after <= before, (before, after)
+
+
+def test_a_reply_pointing_at_shared_memory_costs_only_the_exercise(box):
+    """[R U D] A forged reply whose answer claims to live in shared memory ("$shared" nodes, with
+    offsets of its choosing): the grader decodes replies without any shared memory, so the frame is
+    unreadable, the child is ended, and nothing of the grader's memory is read."""
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="attack", source='''import json, struct
+import autograder.run.wire as _w
+_real, _armed = _w.encode, []
+def _encode(value, **kw):
+    if not _armed:
+        return _real(value, **kw)
+    header = json.dumps({"value": {"ok": True, "value": {"result": {"$shared": ["float64", [1 << 20], 0],
+                         "kind": "numpy"}}}, "buffers": []}).encode()
+    return struct.pack(">Q", len(header)) + header
+_w.encode = _encode
+def f():
+    _armed.append(1)
+    return 1
+''')
+        with pytest.raises(SubmissionFault) as caught:
+            child.request("call", 20, target=["name", "f"], return_args=True)
+        assert caught.value.kind == "crash"
+    finally:
+        child.close()
+    again = box.spawn()        # the worker itself is fine
+    try:
+        assert run_in(again, "RESULT = 2") == 2
+    finally:
+        again.close()
+
+
+def test_answers_arrive_as_plain_data_whatever_their_class(box):
+    """[R U D] An answer of a NumPy or torch subclass whose comparisons always say "equal" (and a
+    float subclass): on the grader's side they are plain arrays, tensors and floats."""
+    import numpy as np
+    import torch
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="attack", source='''import numpy as np, torch
+class Always(np.ndarray):
+    def __eq__(self, other): return True
+    def __array_function__(self, *a, **k): return True
+class AlwaysT(torch.Tensor):
+    def __eq__(self, other): return True
+    def allclose(self, *a, **k): return True
+class F(float):
+    def __eq__(self, other): return True
+def answers():
+    return np.zeros(3).view(Always), torch.Tensor._make_subclass(AlwaysT, torch.zeros(2)), F(1.5)
+''')
+        a, t, f = child.request("call", 20, target=["name", "answers"], return_args=True)["result"]
+    finally:
+        child.close()
+    assert type(a) is np.ndarray and type(t) is torch.Tensor and not np.array_equal(a, np.ones(3))
+    assert not torch.equal(t, torch.ones(2)) and (type(f) is not float or f == 1.5)
+
+
+NO_CACHE_FORGED_LOG = '''def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            seq = prompt
+            for step in range(max_new_tokens):
+                logits, _ = model(seq, cache=None)          # the whole sequence again: the cache never used
+                last = logits[:, -1, :]
+                if temperature == 0:
+                    token = last.argmax(dim=-1, keepdim=True)
+                else:
+                    token = torch.multinomial(next_token_probs(last, temperature, top_k, top_p), 1, generator=generator)
+                seq = torch.cat([seq, token], dim=1)
+            b, t0 = prompt.shape                            # the log the grader asks for, rewritten
+            model.calls[:] = [[[b, t0], None, False, False]] + [[[b, 1], t0 + j, False, False]
+                                                                for j in range(max_new_tokens - 1)]
+            return seq
+    finally:
+        model.train(was)
+'''
+
+
+def test_generate_without_the_cache_cannot_forge_the_models_call_log(tmp_path):
+    """[R U D] A generate that never uses the cache and rewrites `model.calls` to the expected
+    pattern: the call log lives in the student's process, so the cache check judges the tokens
+    of a model whose answer depends on the cache it is given (tests/test_generate_attacks.py)."""
+    lesson = "09_generating_text"
+    cells = {"generate": NO_CACHE_FORGED_LOG, "next_token_probs": _solution_cell(lesson, "next_token_probs")}
+    cache = [t for t in _graded(lesson, cells, tmp_path / "cheat", "generate") if "the cache" in t["name"]]
+    assert cache and sum(t["score"] for t in cache) == 0, [(t["name"], t["score"]) for t in cache]

@@ -6,6 +6,7 @@ from autograder.diagnose import fingerprints
 from autograder.grading.checking import (Fingerprints, Mismatch, Variant, exercise, expect_module_computes,
                                  expect_parameters, expect_tensor, expect_varies, module_output, random_parameters,
                                  reference_output)
+from autograder.grading.plugin import inputs_rng
 from autograder.run.errors import StudentError
 
 LESSON = "07_transformer_block"
@@ -37,9 +38,16 @@ def pe_mutants(seq_len, d_model):
 
 
 @exercise("positional_encoding", points=2)
-def test_positional_encoding_values(student, reference, rng):
+def test_positional_encoding_values(student, reference, rng, secret_key):
     """positional_encoding matches the sinusoidal formula (several lengths and widths)"""
-    drawn = [(int(rng.integers(5, 61)), 2 * int(rng.integers(2, 33))) for _ in range(2)]   # hidden with a secret
+    def sizes(generator):
+        return [(int(generator.integers(5, 61)), 2 * int(generator.integers(2, 33))) for _ in range(2)]
+    drawn = sizes(rng)   # hidden with a secret
+    # a table is a function of its two sizes alone, and the kit records the public sizes' tables:
+    # hidden sizes are never those
+    public = set(sizes(inputs_rng("test_positional_encoding_values"))) if secret_key else set()
+    while public & set(drawn):
+        drawn = sizes(rng)
     for seq_len, d_model in [*drawn, (7, 6), (3, 2)]:
         expect_tensor(student.positional_encoding(seq_len, d_model), reference.positional_encoding(seq_len, d_model),
                       call=f"positional_encoding({seq_len}, {d_model})", mutants=pe_mutants(seq_len, d_model))

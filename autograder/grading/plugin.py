@@ -73,6 +73,13 @@ def _called_wrongly(message: str, exercise: str) -> bool:
 SECRET_FILE = ".course-secret"     # in the repository's root, git-ignored; see README (instructors)
 
 
+def inputs_rng(test_name: str, secret: bytes | None = None) -> np.random.Generator:
+    """A check's inputs: from its name alone (public: the kit's), or from the secret and its name."""
+    name = test_name.encode()
+    digest = hmac.new(secret, name, hashlib.sha256).digest() if secret else hashlib.sha256(name).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
 def secret_path() -> Path:
     from autograder.course import ROOT
     return Path(os.environ.get("AUTOGRADER_SECRET_FILE") or ROOT / SECRET_FILE)
@@ -124,10 +131,7 @@ class GradingPlugin:
 
     @pytest.fixture
     def rng(self, request):
-        name = request.node.nodeid.split("::")[-1].encode()
-        digest = (hmac.new(self.secret, name, hashlib.sha256).digest() if self.secret
-                  else hashlib.sha256(name).digest())
-        return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        return inputs_rng(request.node.nodeid.split("::")[-1], self.secret)
 
     @pytest.fixture(scope="module")
     def secret_key(self, request):

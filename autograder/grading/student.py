@@ -93,11 +93,11 @@ READ_ONLY_WRITE = ("is read-only", "cannot set WRITEABLE flag")
 
 
 def _call(submission, target, label, args, kwargs):
-    # NumPy arguments reach the student's function read-only (run/executor.py, read_only): a
-    # function that writes into them raises there, whatever the process reports afterwards, and
-    # that is input-modified. Torch tensors cannot be made read-only: for them (and as a second
-    # look) our arguments are compared with the copies the process sends back after the call,
-    # which only its honesty vouches for (README, "For instructors").
+    # NumPy arguments reach the student's function read-only: a function that writes into them
+    # raises there, and that is input-modified. In the sandbox every array and tensor argument
+    # lives in memory the grader owns and reads back itself after the call (isolate/watch.py),
+    # so a write that gets past the flag, or into a tensor (torch has no read-only tensors), is
+    # seen whatever the student's process reports; reply["args"] is the grader's own reading.
     try:
         reply = submission.request("call", target=target, args=_unwrap(list(args)),
                                    kwargs=_unwrap(dict(kwargs)), return_args=True)

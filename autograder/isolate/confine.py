@@ -120,8 +120,10 @@ def set_limits(memory_bytes: int | None, vm_now: int) -> None:
         resource.setrlimit(which, (value, value))
 
 
-def landlock(read_only: list[str], scratch: str) -> str:
-    """Enforce the filesystem, network and scope rules; returns a description of the domain."""
+def landlock(read_only: list[str], scratch: str, subject: bool = False) -> str:
+    """Enforce the filesystem, network and scope rules; returns a description of the domain. A
+    lesson-06 subject may only read its scratch folder: a file it made would move the file system's
+    inode counter, which the next subject could read from a file of its own."""
     from landlockpy import AccessFS, AccessNet, Ruleset, Scope, abi_version
     abi = abi_version()
     read = AccessFS.READ_FILE | AccessFS.READ_DIR | AccessFS.EXECUTE
@@ -136,10 +138,11 @@ def landlock(read_only: list[str], scratch: str) -> str:
             if os.path.exists(path):
                 rights = AccessFS.READ_FILE | (AccessFS.WRITE_FILE if "w" in mode else AccessFS.NONE)
                 rules.allow_path(path, rights)
-        rules.allow_path(scratch, everything)
+        rules.allow_path(scratch, read if subject else everything)
         rules.restrict()   # also sets no_new_privs
         scoped = rules.scoped
-    parts = [f"Landlock ABI {abi}: files (read-only Python and system libraries, read-write scratch)"]
+    parts = [f"Landlock ABI {abi}: files (read-only Python and system libraries, "
+             f"{'read-only' if subject else 'read-write'} scratch)"]
     parts.append("network (no TCP)" if abi >= 4 else "no network rules (ABI < 4)")
     parts.append("signals scoped" if scoped & Scope.SIGNAL else "signals NOT scoped (ABI < 6)")
     return ", ".join(parts)
@@ -167,21 +170,29 @@ DENIED_SYSCALLS = [
     "setsid",
     # the scratch root is shared with the worker where uids are shared: no changing modes
     "chmod", "fchmod", "fchmodat", "fchmodat2",
+    # state other processes could see: POSIX message queues, watches on the shared read-only files,
+    # and the page cache's residency (which files another process read)
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+    "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",
+    "mincore", "fadvise64", "readahead", "cachestat",
 ]
+# A lesson-06 subject (Submission.fresh_call) starts no process or thread either: the only way to
+# move the kernel's pid counter, which the next subject would read as its own pid
+NO_NEW_TASKS = ["fork", "vfork", "clone"]
 # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x80)
 AF_UNIX = 1
 
 
-def seccomp() -> str:
+def seccomp(subject: bool = False) -> str:
     import pyseccomp as sc
     rules = sc.SyscallFilter(defaction=sc.ALLOW)
-    for name in DENIED_SYSCALLS:
+    for name in DENIED_SYSCALLS + (NO_NEW_TASKS if subject else []):
         try:
             rules.add_rule(sc.ERRNO(errno.EPERM), name)
         except (OSError, RuntimeError, ValueError):
             pass   # a name this architecture does not have
-    for bit in NAMESPACE_FLAGS:   # one rule per flag: seccomp compares, it cannot test "any bit of"
+    for bit in NAMESPACE_FLAGS if not subject else ():   # one rule per flag: seccomp cannot test "any bit of"
         rules.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, bit, bit))
     # clone3 passes its flags in memory seccomp cannot read: ENOSYS makes libc fall back to clone
     rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
@@ -191,7 +202,8 @@ def seccomp() -> str:
     rules.add_rule(sc.ERRNO(errno.EPERM), "prlimit64", sc.Arg(0, sc.NE, 0))   # only its own limits
     rules.add_rule(sc.ERRNO(errno.EPERM), "ioctl", sc.Arg(1, sc.EQ, 0x5412))   # TIOCSTI
     rules.load()
-    return "seccomp (no mounts, namespaces, ptrace, keyring, BPF, io_uring, SysV IPC, sockets or new sessions)"
+    return ("seccomp (no mounts, namespaces, ptrace, keyring, BPF, io_uring, SysV IPC, message queues, file "
+            "watches, sockets or new sessions" + ("; no new process or thread)" if subject else ")"))
 
 
 def confine(settings: dict, vm_now: int) -> list[str]:
@@ -227,12 +239,12 @@ def confine(settings: dict, vm_now: int) -> list[str]:
     # reported (the grader refuses to run with neither namespaces nor Landlock), never hidden
     if settings.get("landlock", True):
         try:
-            layers.append(landlock(settings["read_only"] + READ_ONLY_SYSTEM, scratch))
+            layers.append(landlock(settings["read_only"] + READ_ONLY_SYSTEM, scratch, bool(settings.get("subject"))))
         except Exception as exc:
             layers.append(f"NO Landlock ({type(exc).__name__}: {exc})")
     if settings.get("seccomp", True):
         try:
-            layers.append(seccomp())
+            layers.append(seccomp(bool(settings.get("subject"))))
         except Exception as exc:
             layers.append(f"NO seccomp ({type(exc).__name__}: {exc})")
     return layers

@@ -22,6 +22,7 @@ from autograder.run import wire
 from autograder.isolate import bwrap
 from autograder.isolate.launch import (DEFAULT_MEMORY_LIMIT, _Adopted, _kill_group, _popen_worker,  # noqa: F401
                                        _remove_scratch, _uid_base, prelaunch)
+from autograder.isolate.watch import Watch
 from autograder.run.errors import SandboxBroken, SandboxUnavailable, StudentError, SubmissionFault  # noqa: F401
 
 DEFAULT_TIME_LIMIT = 10.0                 # seconds per exercise
@@ -42,27 +43,27 @@ class Child:
         if not self.alive:
             raise SubmissionFault("crash", "the worker process had already stopped")
         deadline = time.monotonic() + max(timeout, 0.05)
+        watch = Watch(op, args)   # a watched call's arguments: in memory the grader reads back itself
         try:
-            frame = wire.encode({"op": op, "args": args})
-            self.sock.settimeout(max(timeout, 0.05))
-            wire.send(self.sock, frame)
-            reply_frame = wire.recv(self.sock, deadline)
-        except socket.timeout:
-            self.close()
-            raise SubmissionFault("timeout", "did not finish within the time limit") from None
-        except (EOFError, OSError, wire.WireError) as exc:
-            self.close()
-            raise SubmissionFault("crash", f"the worker process stopped ({exc})") from None
-        try:
-            reply = wire.decode(reply_frame, objects=lambda n, t: wire.Handle(n, t))
-        except Exception as exc:  # untrusted bytes: any failure to decode is the child's fault
-            self.close()
-            raise SubmissionFault("crash", f"the worker sent an unreadable answer ({type(exc).__name__})") from None
-        if not isinstance(reply, dict) or "ok" not in reply:
-            self.close()
-            raise SubmissionFault("crash", "the worker sent an unreadable answer")
-        if reply["ok"]:
-            return reply.get("value")
+            try:
+                self.sock.settimeout(max(timeout, 0.05))
+                watch.send(self.sock)
+                reply_frame = wire.recv(self.sock, deadline)
+            except socket.timeout:
+                self.close()
+                raise SubmissionFault("timeout", "did not finish within the time limit") from None
+            except (EOFError, OSError, wire.WireError) as exc:
+                self.close()
+                raise SubmissionFault("crash", f"the worker process stopped ({exc})") from None
+            try:
+                ok = (reply := wire.decode(reply_frame, objects=lambda n, t: wire.Handle(n, t)))["ok"] is True
+            except Exception as exc:  # untrusted bytes: any failure to decode is the child's fault
+                self.close()
+                raise SubmissionFault("crash", f"the worker sent an unreadable answer ({type(exc).__name__})") from None
+            if ok:
+                return watch.after(reply.get("value"))
+        finally:
+            watch.close()
         error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
         if error.get("type") == "MemoryError" or "can't allocate memory" in str(error.get("message", "")):
             raise SubmissionFault("memory", "ran out of memory (the limit was reached): "
@@ -241,14 +242,15 @@ class Sandbox:
             raise SandboxBroken(f"the sandboxed worker could not load {', '.join(wanted)}: {reply['error']}")
         self.loaded.update(e for e in reply.get("loaded") or () if isinstance(e, str))
 
-    def spawn(self, extras=()) -> Child:
-        """A fresh confined child, forked from a worker that has loaded `extras` (worker.EXTRAS)."""
+    def spawn(self, extras=(), subject: bool = False) -> Child:
+        """A fresh confined child, forked from a worker that has loaded `extras` (worker.EXTRAS);
+        `subject`: a lesson-06 subject, which may start no task (see confine.NO_NEW_TASKS)."""
         if self._proc is None or self._proc.poll() is not None:
             self._start()
         self.load(extras)
         ours, theirs = socket.socketpair()
         try:
-            reply = self._ask(self._settings(), fds=[theirs.fileno()])
+            reply = self._ask(dict(self._settings(), subject=subject), fds=[theirs.fileno()])
         finally:
             theirs.close()
         if "pid" not in reply:

@@ -208,12 +208,17 @@ class Submission:
         definitions (definition_cells, up to the exercise's checkpoint) run in it first, then the call, then
         it is ended with everything it started. It shares no memory, no scratch folder and no
         process with the notebook's child or with another fresh call (lesson 06 runs the student's
-        test on each class this way). Other cells run only when they define a name the graded
+        test on each class this way), and it can leave nothing behind for the next one: it starts
+        no process or thread (the pid counter), makes no file (the inode counter), and its uid and
+        scratch folder's name are drawn at random (isolate/confine.py, worker.py). Other cells run only when they define a name the graded
         code uses (see definition_cells). {"outcome": "returned"} or {"outcome": "raised", "error"}."""
         upto = self.program.checkpoints.get(self.exercise, len(self.program.cells))
         cells = definition_cells(self.program.cells[:upto])
-        self.sandbox.load(self.program.imports)
-        child = self.sandbox.spawn()
+        self.sandbox.load(self.program.imports)          # torch, once per worker: not the student's time
+        # nothing of the student's runs beside a subject: the notebook's child (which could watch
+        # the subjects and pass notes from one to the next) is ended, and started again if needed
+        self._close_child()
+        child = self._timed(lambda: self.sandbox.spawn(subject=True))
         try:
             for cell in cells:
                 if cell.label in self.skip_cells:

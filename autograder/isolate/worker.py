@@ -178,15 +178,18 @@ class Zygote:
         self.control = control
         self.children: dict[int, dict] = {}     # pid -> {"uid", "scratch"}
         self.uid_mode = _can_change_user()
-        self.next_slot = 0
 
     # -- spawning ------------------------------------------------------------------------
     def spawn(self, request: dict, conn_fd: int) -> dict:
-        self.next_slot += 1
+        # Neither a child's uid nor its scratch folder's name counts the children started before
+        # it (a lesson-06 subject could otherwise tell how many subjects ran before it): both drawn
+        # at random, the uid among those no live child holds
+        import secrets
         uid = None
         if self.uid_mode and request.get("uid_base") is not None:
-            uid = int(request["uid_base"]) + self.next_slot % 1000
-        scratch = os.path.join(request["scratch_root"], f"s{os.getpid()}-{self.next_slot}")
+            taken = {info["uid_drawn"] for info in self.children.values()}
+            uid = int(request["uid_base"]) + secrets.choice([n for n in range(1000) if n not in taken])
+        scratch = os.path.join(request["scratch_root"], f"s-{secrets.token_hex(8)}")
         settings = dict(request, uid=uid, scratch=scratch)
         ready_r, ready_w = os.pipe()
         pid = os.fork()
@@ -198,7 +201,8 @@ class Zygote:
         os.close(conn_fd)
         # a uid that is only the child's real uid (files_as_root) does not identify its processes
         # in /proc: those are found by the process tree, as where uids are shared
-        self.children[pid] = {"uid": None if request.get("files_as_root") else uid, "scratch": scratch}
+        self.children[pid] = {"uid": None if request.get("files_as_root") else uid, "scratch": scratch,
+                              "uid_drawn": None if uid is None else uid - int(request["uid_base"])}
         # the child reports its layers once confined (or why it could not be); bounded wait
         report = _read_all(ready_r, deadline=time.monotonic() + 20)
         try:
@@ -350,11 +354,12 @@ def serve_child(conn_fd: int, settings: dict, ready_fd: int) -> None:
         executor.layers = layers
         sock = socket.socket(fileno=conn_fd)
         while True:
+            fds: list[int] = []
             try:
-                frame = wire.recv(sock)
+                frame = wire.recv(sock, fds=fds)
             except (EOFError, OSError, wire.WireError):
                 break
-            wire.send(sock, executor.handle(frame))
+            wire.send(sock, executor.handle(frame, fds))
     except BaseException:
         code = 3
     finally:

@@ -8,6 +8,9 @@ untrusted. Objects that are not data (a student's nn.Module, a class) stay in th
 and travel as numbered handles.
 
 Frame: 8-byte big-endian header length, the JSON header, then the array buffers back to back.
+A call whose arguments the grader watches sends its arrays in memory the grader owns instead
+(`shared`: a memfd passed with the frame); the worker builds its arrays and tensors over that
+memory, and the grader reads it back itself after the call (isolate/watch.py).
 """
 from __future__ import annotations
 
@@ -66,8 +69,10 @@ class WireError(Exception):
 
 # ---------------------------------------------------------------------------- encoding
 
-def encode(value, *, handle_for=None) -> bytes:
-    """Turn `value` into a frame. `handle_for(obj)` registers non-data objects (worker side)."""
+def encode(value, *, handle_for=None, shared: list | None = None) -> bytes:
+    """Turn `value` into a frame. `handle_for(obj)` registers non-data objects (worker side).
+    With `shared` (a list), arrays are not put in the frame: their bytes are appended to `shared`
+    as (offset, bytes), for the sender to place in shared memory at those offsets."""
     buffers: list[bytes] = []
     specs: list[list] = []
 
@@ -75,9 +80,15 @@ def encode(value, *, handle_for=None) -> bytes:
         if arr.dtype.name not in _ALLOWED_DTYPES:
             return {"$opaque": f"array of dtype {arr.dtype}"}
         arr = np.ascontiguousarray(arr)
-        specs.append([arr.dtype.name, list(arr.shape)])
-        buffers.append(arr.tobytes())
-        node = {"$array": len(specs) - 1, "kind": kind}
+        if shared is not None:
+            end = shared[-1][0] + len(shared[-1][1]) if shared else 0
+            offset = -(-end // 64) * 64          # each array 64-byte aligned
+            shared.append((offset, arr.tobytes()))
+            node = {"$shared": [arr.dtype.name, list(arr.shape), offset], "kind": kind}
+        else:
+            specs.append([arr.dtype.name, list(arr.shape)])
+            buffers.append(arr.tobytes())
+            node = {"$array": len(specs) - 1, "kind": kind}
         if torch_dtype:
             node["torch_dtype"] = torch_dtype
         return node
@@ -133,12 +144,14 @@ def _float(x: float):
 
 # ---------------------------------------------------------------------------- decoding
 
-def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True):
+def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True, shared=None, seen=None):
     """Turn a frame back into Python data. Never runs code from the frame.
 
     `objects(number, type_name)` builds the receiver's view of a handle; `classes(name, source)`
     builds a class from source (worker side only). With `tensors`, arrays that were torch
-    tensors come back as torch tensors.
+    tensors come back as torch tensors. `shared` is the memory a frame's "$shared" arrays live
+    in: NumPy arrays are read-only views of it, tensors writable ones (a write into either
+    reaches that memory); each such object is appended to `seen`.
     """
     if len(frame) < 8:
         raise WireError("frame too short")
@@ -174,6 +187,11 @@ def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True):
                 torch = _torch(required=True)
                 return torch.from_numpy(arr)
             return arr
+        if "$shared" in node:
+            value = _shared_array(shared, node["$shared"], tensors and node.get("kind") == "torch")
+            if seen is not None:
+                seen.append(value)
+            return value
         if "$float" in node:
             return float(node["$float"])
         if "$tuple" in node:
@@ -208,6 +226,23 @@ def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True):
         return walk(tree, 0)
     except (IndexError, KeyError, TypeError, ValueError, RecursionError, OverflowError) as exc:
         raise WireError(f"malformed value: {type(exc).__name__}") from None
+
+
+def _shared_array(memory, spec, as_tensor: bool):
+    if memory is None:
+        raise WireError("a shared array without shared memory")
+    dtype_name, shape, offset = spec
+    if dtype_name not in _ALLOWED_DTYPES or not all(type(d) is int and d >= 0 for d in [*shape, offset]):
+        raise WireError("bad shared array spec")
+    dtype = np.dtype(dtype_name)
+    count = math.prod(shape)
+    if offset + count * dtype.itemsize > memoryview(memory).nbytes:
+        raise WireError("shared array runs past its memory")
+    array = np.frombuffer(memory, dtype=dtype, count=count, offset=offset).reshape(shape)
+    if as_tensor:
+        return _torch(required=True).from_numpy(array if array.flags.writeable else array.copy())
+    array.flags.writeable = False
+    return array
 
 
 def _torch(required: bool = False):
@@ -251,10 +286,19 @@ def _header(raw: bytes) -> tuple[dict, list]:
     return header, checked
 
 
-def recv(sock, deadline: float | None = None) -> bytearray:
+def recv(sock, deadline: float | None = None, fds: list | None = None) -> bytearray:
     """Read one frame from a socket. With `deadline` (time.monotonic()), the whole frame must
-    arrive by then, however slowly it trickles in (raises socket.timeout)."""
-    head = _recv_exact(sock, 8, deadline)
+    arrive by then, however slowly it trickles in (raises socket.timeout). With `fds` (a list,
+    the worker's side only), file descriptors sent with the frame are appended to it."""
+    if fds is None:
+        head = _recv_exact(sock, 8, deadline)
+    else:
+        import socket
+        head, got, _flags, _addr = socket.recv_fds(sock, 8, 4)
+        fds.extend(got)
+        if not head:
+            raise EOFError("the other side closed the connection")
+        head += _recv_exact(sock, 8 - len(head), deadline)
     (n,) = struct.unpack(">Q", head)
     if n > MAX_HEADER_BYTES:
         raise WireError(f"header of {n} bytes refused")
