@@ -233,11 +233,11 @@ class Sandbox:
             wanted = [e for e in wanted if e not in self.loaded]
             if not wanted:
                 return
-        self.control_timeout = START_TIMEOUT      # importing torch on a busy machine
+        previous, self.control_timeout = self.control_timeout, START_TIMEOUT   # importing torch, busy machine
         try:
             reply = self._ask({"op": "load", "extras": wanted})
         finally:
-            self.control_timeout = CONTROL_TIMEOUT
+            self.control_timeout = previous
         if "error" in reply:
             raise SandboxBroken(f"the sandboxed worker could not load {', '.join(wanted)}: {reply['error']}")
         self.loaded.update(e for e in reply.get("loaded") or () if isinstance(e, str))
