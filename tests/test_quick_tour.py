@@ -6,7 +6,7 @@ contributor's `python -m pytest -m "not slow"` runs every module of `autograder/
 from __future__ import annotations
 
 import csv
-import json
+import math
 import shutil
 
 import nbformat
@@ -75,23 +75,17 @@ def test_a_one_lesson_kit_self_checks_from_its_recordings(kit02, tmp_path):
 def test_the_kits_lesson06_subjects_behave_as_their_routing_says():
     """deliver/kit_subjects.py: the correct routing is nn.MultiheadAttention; the buggy one is not."""
     from autograder.deliver import kit_subjects
-    torch.manual_seed(0)
-    x = torch.randn(2, 5, 8)
+    from test_lesson06_subjects import oracle_for
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(0))          # (B, T, D)
     outputs = {}
     for routing in ("correct", "buggy"):
         for style, source in kit_subjects.variants(routing, seed=7):
-            space = {"nn": nn, "torch": torch, "F": torch.nn.functional, "math": __import__("math")}
-            exec(source, space)
+            scope = {"nn": nn, "torch": torch, "F": torch.nn.functional, "math": math}
+            exec(source, scope)
             torch.manual_seed(1)
-            layer = space[kit_subjects.CLASS_NAME](8, 2, 0.0).eval()
-            lin = {name: getattr(layer, name) for name in ("q_project", "k_project", "v_project", "o_project")}
-            mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+            layer = scope[kit_subjects.CLASS_NAME](8, 2, 0.0).eval()
             with torch.no_grad():
-                mha.in_proj_weight.copy_(torch.cat([lin[n].weight for n in ("q_project", "k_project", "v_project")]))
-                mha.in_proj_bias.copy_(torch.cat([lin[n].bias for n in ("q_project", "k_project", "v_project")]))
-                mha.out_proj.weight.copy_(lin["o_project"].weight)
-                mha.out_proj.bias.copy_(lin["o_project"].bias)
-                outputs[routing, style] = torch.allclose(layer(x), mha(x, x, x)[0], atol=1e-5)
+                outputs[routing, style] = torch.allclose(layer(x), oracle_for(layer, 8, 2)(x, x, x)[0], atol=1e-5)
     assert all(ok for (routing, _), ok in outputs.items() if routing == "correct"), outputs
     assert not any(ok for (routing, _), ok in outputs.items() if routing == "buggy"), outputs
 
