@@ -155,3 +155,18 @@ def test_slow_demos_run_in_the_notebook_but_not_when_grading():
     labels = [c.label for c in program.cells]
     assert "demo_symptom" in labels            # it defines what the student's test may use
     assert "demo_symptom_train" not in labels and "demo_cost" not in labels
+
+
+@pytest.mark.parametrize("lesson", sorted(COURSE))
+def test_slow_demos_define_nothing_the_graded_code_uses(lesson, monkeypatch):
+    """Leaving a `slow-demo` cell out cannot change a grade: no graded cell, and no cell a graded
+    cell needs, reads a name it binds (the same analysis as a lesson-06 subject's definitions)."""
+    from autograder.isolate.submission import definition_cells
+    from autograder.load import notebook
+    slow = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+            for c in _cells(lesson) if SLOW_TAG in c.get("metadata", {}).get("tags", [])}
+    monkeypatch.setattr(notebook, "SLOW_TAG", "no cell has this tag")   # every cell, as in the notebook
+    program = build_program(COURSE[lesson].solution_path, COURSE[lesson], released=COURSE[lesson].released_path)
+    assert slow <= {c.label for c in program.cells}
+    needed = {c.label for c in definition_cells(program.cells)}
+    assert not slow & needed, f"{lesson}: a slow-demo cell defines what graded code uses: {sorted(slow & needed)}"

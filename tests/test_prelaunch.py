@@ -52,3 +52,39 @@ def test_a_worker_that_never_says_ready_is_replaced():
         assert box._proc is not None and box._proc.pid != gone.pid
     finally:
         box.close()
+
+
+def _anon_huge_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        return sum(int(line.split()[1]) for line in f if line.startswith("AnonHugePages:"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bwrap.find_bwrap() is None, reason="bubblewrap is not installed")
+def test_a_class_runs_worker_on_huge_pages_still_confines_its_children():
+    """A class run's workers back their preloaded memory with huge pages (worker.HUGE_PAGES), so
+    each child's fork and exit cost less. The children must be confined exactly as before, and
+    the worker's memory must really be on huge pages where the kernel offers them."""
+    from autograder.isolate.worker import HUGE_PAGES
+    started = prelaunch(1024 ** 3, ("torch", HUGE_PAGES))
+    assert started is not None
+    proc, control = started
+    box = Sandbox(memory_bytes=1024 ** 3, extras=("torch",))
+    box.adopt(proc.pid, control)
+    try:
+        if box._proc is None:
+            pytest.skip("bubblewrap could not create namespaces here")
+        child = box.spawn(("torch",))
+        assert child.request("exec", 10.0, label="probe", source="import torch\ndef total(n): return float(torch.ones(n).sum())") is None
+        assert child.request("call", 10.0, target=["name", "total"], args=[3]) == {"result": 3.0}
+        child.close()
+        assert any("Landlock" in layer for layer in box.describe()) and any("seccomp" in layer for layer in box.describe())
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            offered = "[never]" not in f.read()
+        zygotes = [int(p) for p in open(f"/proc/{proc.pid}/task/{proc.pid}/children").read().split()]
+        if offered and os.uname().release.split(".")[:2] >= ["6", "1"]:
+            assert any(_anon_huge_kb(pid) > 0 for pid in zygotes), "the worker is not on huge pages"
+    finally:
+        box.close()
+        _kill_group(proc)
+    assert proc.poll() is not None

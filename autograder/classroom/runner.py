@@ -166,8 +166,10 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
         # the grader; each job adopts one (sandbox.prelaunch). The workers' parent is this process,
         # which ends and reaps them when the jobs are done.
         from autograder.isolate.sandbox import _kill_group, prelaunch
-        prelaunched = [w for w in (prelaunch(memory_bytes, job_extras(lessons)) for _ in range(jobs))
-                       if w is not None]
+        from autograder.isolate.worker import HUGE_PAGES
+        # huge pages make each of a student's ~20 children cheaper, for ~0.5 s once per worker
+        extras = job_extras(lessons) + ((HUGE_PAGES,) if len(todo) >= 4 * jobs else ())
+        prelaunched = [w for w in (prelaunch(memory_bytes, extras) for _ in range(jobs)) if w is not None]
         taken = ctx.Value("i", 0)
         pool = None
         try:

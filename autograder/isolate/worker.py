@@ -49,8 +49,12 @@ def _preload(extras=()) -> list[str]:
     from autograder.run import executor  # noqa: F401
     from autograder.run import wire  # noqa: F401
     _stub_selfcheck()
-    from autograder.isolate import confine  # noqa: F401
+    from autograder.isolate import confine
     import landlockpy, pyseccomp  # noqa: F401,E401 - load libseccomp before /usr/lib is narrowed
+    try:
+        confine.prepare()   # the children's seccomp filters, built once
+    except Exception:   # noqa: BLE001 - a kernel or library that refuses: each child reports it
+        pass
     return load_extras(extras)
 
 
@@ -366,9 +370,15 @@ def serve_child(conn_fd: int, settings: dict, ready_fd: int) -> None:
         os._exit(code)
 
 
+HUGE_PAGES = "huge_pages"   # an `extras` flag, not a module: back the preloaded memory with huge pages
+
+
 def zygote(control_fd: int, extras=()) -> None:
     started = time.monotonic()
     loaded = _preload(extras)
+    if HUGE_PAGES in extras:
+        from autograder.isolate.confine import huge_pages
+        huge_pages()
     seconds = time.monotonic() - started
     try:
         import ctypes

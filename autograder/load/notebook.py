@@ -8,7 +8,8 @@ The released notebook (lessons/<id>.ipynb) is the template that says which cells
     stripped the metadata, by the name the cell must define;
   * the student's own cells run as written, except IPython magics and shell escapes;
   * self-check cells (the grader checks from outside) and `slow-demo` cells (training runs,
-    timings) are left out.
+    timings, experiments: lesson demos that define nothing the graded code uses, which
+    tests/test_lazy_imports.py checks) are left out.
 A cell that raises does not stop the cells after it. Anything odd about the file becomes a
 note or a per-exercise problem, never an exception.
 """
@@ -27,7 +28,8 @@ from autograder.load.reading import (MAX_NOTEBOOK_BYTES, MAX_PARSED_CELL, _nbgra
                                      digest_regular_file, read_cells, read_regular_file)
 
 SETUP_TAG = "setup"
-SLOW_TAG = "slow-demo"      # a lesson demo too slow to run at grading time (training runs, timings)
+SLOW_TAG = "slow-demo"      # a lesson demo grading leaves out: its results cannot change a grade, and it
+                            # costs more than the grading (training runs, timings, experiments)
 
 
 @dataclass
@@ -56,7 +58,7 @@ class Program:
 def imported_modules(source: str) -> set[str]:
     """Top-level names of the modules a cell imports anywhere in it (`import torch.nn` -> torch);
     empty when it does not parse."""
-    if len(source) > MAX_PARSED_CELL:
+    if len(source) > MAX_PARSED_CELL or "import" not in source:   # most cells import nothing: no parse
         return set()
     try:
         tree = ast.parse(source)
