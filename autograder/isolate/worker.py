@@ -366,7 +366,19 @@ def serve_child(conn_fd: int, settings: dict, ready_fd: int) -> None:
         os._exit(code)
 
 
-def zygote(control_fd: int, extras=()) -> None:
+def use_user_site(path: str | None) -> None:
+    """The grader's user site (`pip install --user`; the worker runs with -s, HOME=/tmp), with its
+    .pth files, where Python puts it: before the installation's own, so NumPy is the grader's."""
+    import site
+    if path and path not in sys.path and os.path.isdir(path):
+        before = list(sys.path)
+        site.addsitedir(path)   # appends it, and what its .pth files add
+        first = next((i for i, p in enumerate(before) if p in site.getsitepackages()), len(before))
+        sys.path[:] = before[:first] + [p for p in sys.path if p not in before] + before[first:]
+
+
+def zygote(control_fd: int, extras=(), user_site: str | None = None) -> None:
+    use_user_site(user_site)
     started = time.monotonic()
     loaded = _preload(extras)
     seconds = time.monotonic() - started
