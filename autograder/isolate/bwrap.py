@@ -10,7 +10,8 @@ system (Debian's `bubblewrap`). Inside, the worker has:
     folder is shown, the course around it is not; see python_paths) and /usr read-only, the grader's modules
     that run student code (executor, wire format, worker, confine) read-only under /opt, a fresh
     /tmp and /dev, a private /proc. Not the course folder, not the class folder, not the home
-    folder, not the host's /tmp;
+    folder (only the user site in it, where `pip install --user` puts packages for this Python),
+    not the host's /tmp;
   * as root: no user namespace (so children can get real uids of their own) and only the
     capabilities to change uid; otherwise an unprivileged user namespace with none.
 """
@@ -26,7 +27,7 @@ PACKAGE = Path(__file__).resolve().parent.parent           # autograder/
 ROOT = PACKAGE.parent
 WORKER_HOME = "/opt/autograder"                             # where the worker's modules appear
 WORKER_MODULES = ["__init__.py", "run/__init__.py", "run/executor.py", "run/wire.py",
-                  "isolate/__init__.py", "isolate/worker.py", "isolate/confine.py"]
+                  "isolate/__init__.py", "isolate/worker.py", "isolate/confine.py", "isolate/processes.py"]
 SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
                "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.matplotlib", "OMP_NUM_THREADS": "1",
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -45,10 +46,11 @@ def python_paths() -> list[str]:
     pyenv, conda, or a virtual environment (under /tmp, or inside the course folder, where most
     instructors make it). Never the course folder itself, nor a folder that holds it: a
     virtual environment made in the course folder's root (or a prefix above the course) is
-    reduced to the parts the interpreter needs (see `course_free`)."""
+    reduced to the parts the interpreter needs (see `course_free`). Of the home folder, only the
+    user site (`pip install --user`), and only where this Python uses it."""
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              str(Path(sys.executable).resolve().parent.parent), str(Path(sys.executable).parent.parent)]
-    paths += site.getsitepackages() + [site.getusersitepackages()]
+    paths += site.getsitepackages() + [user_site() or ""]   # ~/.local only where this Python uses it
     paths += [p for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)]
     keep = []
     for p in paths:
@@ -85,11 +87,21 @@ def course_free(path: str) -> list[str]:
     return parts
 
 
+def user_site() -> str | None:
+    """The user's site-packages (`pip install --user`, e.g. with the system's Python) when this
+    Python uses it. The worker runs with -s (and HOME=/tmp), so it is handed over explicitly."""
+    path = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if not path or not os.path.isdir(path):
+        return None
+    here = {os.path.realpath(p) for p in sys.path if p}
+    return path if os.path.realpath(path) in here else None
+
+
 def _boot(path: str, control_fd: int, extras) -> str:
     """The worker's first line of Python: `extras` (worker.EXTRAS names) are loaded before it is ready."""
     extras = [e for e in extras if isinstance(e, str) and e.isidentifier()]
     return (f"import sys; sys.path.insert(0, {path!r}); "
-            f"from autograder.isolate.worker import zygote; zygote({int(control_fd)}, {extras!r})")
+            f"from autograder.isolate.worker import zygote; zygote({int(control_fd)}, {extras!r}, {user_site()!r})")
 
 
 def worker_command(bwrap: str, control_fd: int, as_root: bool, tmp_bytes: int = 2 * 1024 ** 3,

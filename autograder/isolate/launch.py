@@ -96,7 +96,7 @@ def _kill_group(proc) -> None:
     """Kill the worker and every process under it: frozen first (a stopped process cannot fork),
     then killed, until none is left. Children live in sessions of their own, so a process group
     is not enough; in bubblewrap the PID namespace would take them anyway once its pid 1 dies."""
-    from autograder.isolate.worker import _processes, _tree
+    from autograder.isolate.processes import _processes, _tree
     for _ in range(20):
         table = _processes()
         tree = _tree(proc.pid, table) if proc.pid in table else []

@@ -27,6 +27,8 @@ import socket
 import sys
 import time
 
+from autograder.isolate.processes import _processes, _signal_all, _tree
+
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -131,50 +133,6 @@ def _stub_selfcheck():
     stub = types.ModuleType("autograder.selfcheck", _stub_selfcheck.__doc__)
     stub.checker = lambda lesson_id: (lambda exercise, obj: 0.0)
     sys.modules["autograder.selfcheck"] = autograder.selfcheck = stub
-
-
-# ------------------------------------------------------------------------------------ processes
-
-def _stat(pid: int) -> tuple[int, int] | None:
-    """(parent pid, uid) of a process, or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        return ppid, os.stat(f"/proc/{pid}").st_uid
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _processes() -> dict[int, tuple[int, int]]:
-    found = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            info = _stat(int(entry))
-            if info is not None:
-                found[int(entry)] = info
-    return found
-
-
-def _tree(root: int, table: dict[int, tuple[int, int]]) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        if pid in table:
-            found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def _signal_all(pids, sig) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
 
 
 class Zygote:
@@ -373,7 +331,19 @@ def serve_child(conn_fd: int, settings: dict, ready_fd: int) -> None:
 HUGE_PAGES = "huge_pages"   # an `extras` flag, not a module: back the preloaded memory with huge pages
 
 
-def zygote(control_fd: int, extras=()) -> None:
+def use_user_site(path: str | None) -> None:
+    """The grader's user site (`pip install --user`; the worker runs with -s, HOME=/tmp), with its
+    .pth files, where Python puts it: before the installation's own, so NumPy is the grader's."""
+    import site
+    if path and path not in sys.path and os.path.isdir(path):
+        before = list(sys.path)
+        site.addsitedir(path)   # appends it, and what its .pth files add
+        first = next((i for i, p in enumerate(before) if p in site.getsitepackages()), len(before))
+        sys.path[:] = before[:first] + [p for p in sys.path if p not in before] + before[first:]
+
+
+def zygote(control_fd: int, extras=(), user_site: str | None = None) -> None:
+    use_user_site(user_site)
     started = time.monotonic()
     loaded = _preload(extras)
     if HUGE_PAGES in extras:
