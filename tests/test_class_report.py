@@ -77,8 +77,10 @@ def assert_safe_and_offline(text: str, page: Page):
     assert "<script" not in text.lower() and "<img src=x" not in text.lower()
     assert not re.search(r"https?:|//[\w.-]+\.\w", text), "the page refers to another host"
     for src in page.images:
-        assert src.startswith("data:image/png;base64,")
-        assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG\r\n\x1a\n")
+        assert src.startswith("data:image/svg+xml;base64,")
+        svg = base64.b64decode(src.split(",", 1)[1]).decode("utf-8")
+        assert svg.startswith("<?xml") and "<svg" in svg and "<script" not in svg.lower()
+        assert "<image" not in svg and "href=\"http" not in svg   # draws only, and fetches nothing
 
 
 def assert_links_resolve(out: Path, page: Page) -> list[Path]:

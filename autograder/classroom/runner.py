@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -135,6 +136,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
     lessons = sorted({lesson for notebooks in todo.values() for lesson in notebooks})
 
     layers: list[str] = []
+    class_files = None          # the thread writing grades.csv and the report (parallel jobs)
 
     def finish(student, result, sandbox_layers):
         if not layers:
@@ -181,6 +183,10 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
                            for s, nbs in todo.items()]
                 for future in _progress(as_completed(futures), progress, len(futures)):
                     finish(*future.result())
+                if out_dir is not None:   # drawn while the jobs and their workers end (~1 s each)
+                    class_files = threading.Thread(target=_write_class_files, name="class-report",
+                                                   args=(out_dir, {s: results[s] for s in students}, show))
+                    class_files.start()
         finally:
             for proc, control in prelaunched:
                 control.close()
@@ -190,14 +196,10 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
             os.environ.pop(PRELOAD_LESSONS, None)
 
     ordered = {s: results[s] for s in students}
-    if out_dir is not None:
-        write_atomic(out_dir / "grades.csv", grades_csv(ordered))
-        try:   # the grades are written already; a report that fails must not lose them
-            from autograder.report.class_report import write_class_report   # matplotlib is imported only here
-            write_class_report(out_dir, ordered)
-        except Exception as exc:
-            show(terminal_safe(f"class-report.html was not written ({type(exc).__name__}: {exc}); "
-                 "grades.csv and every student's files are complete"))
+    if class_files is not None:
+        class_files.join()
+    elif out_dir is not None:
+        _write_class_files(out_dir, ordered, show)
     if progress:
         for student, result in ordered.items():
             show(f"{student:<24} {result['score']:g}/{result['max_score']:g}")
@@ -205,6 +207,16 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
         for student, result in ordered.items():
             show(summary(result, title=f"{student}", detail=not brief, verbose=verbose))
     return ordered
+
+
+def _write_class_files(out_dir: Path, ordered: dict[str, dict], show) -> None:
+    write_atomic(out_dir / "grades.csv", grades_csv(ordered))
+    try:   # the grades are written already; a report that fails must not lose them
+        from autograder.report.class_report import write_class_report   # matplotlib is imported only here
+        write_class_report(out_dir, ordered)
+    except Exception as exc:
+        show(terminal_safe(f"class-report.html was not written ({type(exc).__name__}: {exc}); "
+             "grades.csv and every student's files are complete"))
 
 
 def _stop_helpers() -> None:

@@ -143,7 +143,7 @@ def _links(out_dir: Path, folder: Path) -> list[tuple[str, str]]:
 
 
 class _Charts:
-    """Small PNG charts as <img> tags with data URIs, drawn on Agg canvases (no pyplot, no global
+    """Small SVG charts as <img> tags with data URIs, drawn on Agg canvases (no pyplot, no global
     backend). Fixed margins and title positions: layout passes would double the time."""
 
     def __init__(self):
@@ -219,10 +219,14 @@ class _Charts:
 
     @staticmethod
     def _img(figure, alt) -> str:
+        """SVG with its text as text (svg.fonttype "none"): twice as fast as a PNG and smaller. As an
+        <img>, never inline, so nothing in it can script the page."""
+        import matplotlib
         buf = io.BytesIO()
-        figure.savefig(buf, format="png")
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "class-report"}):
+            figure.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
         data = base64.b64encode(buf.getvalue()).decode("ascii")
-        return f"<img alt='{_e(alt)}' src='data:image/png;base64,{data}'>"
+        return f"<img alt='{_e(alt)}' src='data:image/svg+xml;base64,{data}'>"
 
 
 def _e(text) -> str:
