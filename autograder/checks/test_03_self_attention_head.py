@@ -2,7 +2,7 @@
 import torch
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (ALWAYS_CAUSAL, MASK_MISTAKES, Fingerprints, Variant, exercise, expect_module, expect_parameters, load_lenient, expect_tensor, linear_shapes,
+from autograder.grading.checking import (causal_pattern, padding_pattern, ALWAYS_CAUSAL, MASK_MISTAKES, Fingerprints, Variant, exercise, expect_module, expect_parameters, load_lenient, expect_tensor, linear_shapes,
                                  mask_variants, random_parameters, reference_output, scale_variants,
                                  expect_module_computes, module_output)
 from autograder.run.errors import StudentError
@@ -84,13 +84,13 @@ def test_head_matches_reference(student, reference, rng):
 @exercise("SelfAttentionHead", points=1)
 def test_head_causal_mask(student, reference, rng):
     """SelfAttentionHead honours a causal (T, T) mask"""
-    mask = torch.from_numpy(fingerprints.causal(6))
+    mask = torch.from_numpy(causal_pattern(6))
     check_head(student, reference, rng, 2, 6, 10, 4, mask, "a causal mask of shape (6, 6)")
 
 
 @exercise("SelfAttentionHead", points=1)
 def test_head_padding_mask_and_blocked_rows(student, reference, rng):
     """SelfAttentionHead honours a (B, T, T) 0/1 mask, with a fully blocked row giving zeros"""
-    mask = torch.from_numpy((fingerprints.causal(5)[None] & fingerprints.padding([5, 3], 5)).astype("int64"))
+    mask = torch.from_numpy((causal_pattern(5)[None] & padding_pattern([5, 3], 5)).astype("int64"))
     mask[1, 0, :] = 0
     check_head(student, reference, rng, 2, 5, 8, 3, mask, "a 0/1 mask of shape (2, 5, 5) with one blocked row")

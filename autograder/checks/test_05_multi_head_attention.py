@@ -3,7 +3,7 @@ import numpy as np
 import torch
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
+from autograder.grading.checking import (causal_pattern, padding_pattern, MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
                                  random_parameters,
                                  reference_output, scale_variants, expect_module_computes,
@@ -246,10 +246,10 @@ def test_mha_padding_mask(student, reference, rng):
     """MultiHeadAttention honours a (B, 1, 1, Lk) padding mask, also when B == h"""
     # B == h first: a mask whose batch axis lands on the head axis raises when B != h, so only
     # this case shows (and names) the silent mask-misbroadcast
-    mask = torch.from_numpy(fingerprints.padding([6, 3], 6)[:, None])             # (2, 1, 1, 6)
+    mask = torch.from_numpy(padding_pattern([6, 3], 6)[:, None])             # (2, 1, 1, 6)
     check_mha(student, reference, rng, b=2, lq=4, lk=6, d_model=8, h=2, mask=mask,
               what="a padding mask of shape (2, 1, 1, 6), as many sequences as heads")
-    mask = torch.from_numpy(fingerprints.padding([7, 4, 2], 7)[:, None])          # (3, 1, 1, 7)
+    mask = torch.from_numpy(padding_pattern([7, 4, 2], 7)[:, None])          # (3, 1, 1, 7)
     check_mha(student, reference, rng, b=3, lq=5, lk=7, d_model=8, h=2, mask=mask,
               what="a padding mask of shape (3, 1, 1, 7)")
 
@@ -257,10 +257,10 @@ def test_mha_padding_mask(student, reference, rng):
 @exercise("MultiHeadAttention", points=1)
 def test_mha_causal_mask_and_blocked_rows(student, reference, rng):
     """MultiHeadAttention honours a causal (T, T) mask, and a fully blocked row reads nothing"""
-    mask = torch.from_numpy(fingerprints.causal(5)).repeat(2, 1, 1, 1)            # (2, 1, 5, 5)
+    mask = torch.from_numpy(causal_pattern(5)).repeat(2, 1, 1, 1)            # (2, 1, 5, 5)
     mask[1, 0, 2] = False
     all_of(lambda: check_mha(student, reference, rng, b=2, lq=6, lk=6, d_model=12, h=4,
-                             mask=torch.from_numpy(fingerprints.causal(6)), what="a causal mask of shape (6, 6)"),
+                             mask=torch.from_numpy(causal_pattern(6)), what="a causal mask of shape (6, 6)"),
            lambda: check_mha(student, reference, rng, b=2, lq=5, lk=5, d_model=8, h=2, mask=mask.int(),
                              what="a 0/1 mask of shape (2, 1, 5, 5) with a fully blocked row"))
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
+from autograder.grading.checking import (causal_pattern, padding_pattern, MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
                                  random_parameters,
                                  reference_output, scale_variants, expect_module_computes,
@@ -235,6 +235,6 @@ def test_fixed_uses_every_projection(student, reference, rng):
 @exercise("FixedMultiHeadAttention", points=1)
 def test_fixed_attn_mask(student, reference, rng):
     """FixedMultiHeadAttention honours a (B, T, T) attn_mask (1 = attend), fully blocked rows included"""
-    mask = torch.from_numpy((fingerprints.causal(5)[None] & fingerprints.padding([5, 3], 5)).astype(np.int64))
+    mask = torch.from_numpy((causal_pattern(5)[None] & padding_pattern([5, 3], 5)).astype(np.int64))
     mask[0, 2] = 0
     check_fixed(student, reference, rng, 2, 5, 8, 2, mask, "a causal & padding attn_mask with a blocked row")

@@ -3,7 +3,7 @@ import numpy as np
 import torch
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (Fingerprints, Mismatch, Variant, exercise, expect_module_computes,
+from autograder.grading.checking import (causal_pattern, padding_pattern, Fingerprints, Mismatch, Variant, exercise, expect_module_computes,
                                  expect_parameters, expect_tensor, expect_varies, module_output, random_parameters,
                                  reference_output)
 from autograder.grading.plugin import inputs_rng
@@ -161,18 +161,18 @@ def test_block_no_mask(student, reference, rng):
 def test_block_causal_mask(student, reference, rng):
     """TransformerBlock honours a causal (T, T) mask, True = may attend"""
     check_block(student, reference, rng, b=2, t=6, d_model=12, h=3, d_ff=24,
-                mask=torch.from_numpy(fingerprints.causal(6)), what="a causal mask of shape (6, 6)")
+                mask=torch.from_numpy(causal_pattern(6)), what="a causal mask of shape (6, 6)")
     check_block(student, reference, rng, b=3, t=5, d_model=8, h=2, d_ff=16,
-                mask=torch.from_numpy(fingerprints.causal(5)).int(), what="a 0/1 causal mask of shape (5, 5)")
+                mask=torch.from_numpy(causal_pattern(5)).int(), what="a 0/1 causal mask of shape (5, 5)")
 
 
 @exercise("TransformerBlock", points=1)
 def test_block_padding_mask(student, reference, rng):
     """TransformerBlock honours a (B, 1, T) padding mask, also when B == num_heads"""
     check_block(student, reference, rng, b=2, t=6, d_model=8, h=2, d_ff=16,
-                mask=torch.from_numpy(fingerprints.padding([6, 3], 6)), what="a padding mask of shape (2, 1, 6)")
+                mask=torch.from_numpy(padding_pattern([6, 3], 6)), what="a padding mask of shape (2, 1, 6)")
     check_block(student, reference, rng, b=3, t=5, d_model=12, h=2, d_ff=16,
-                mask=torch.from_numpy(fingerprints.padding([2, 5, 4], 5)), what="a padding mask of shape (3, 1, 5)")
+                mask=torch.from_numpy(padding_pattern([2, 5, 4], 5)), what="a padding mask of shape (3, 1, 5)")
 
 
 @exercise("TransformerBlock", points=1)

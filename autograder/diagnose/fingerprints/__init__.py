@@ -14,6 +14,6 @@ decoder.py     lessons 07-08: positional, torch_block, repeat_heads, causal_step
 generation.py  lesson 09: rope, sample_probs, decode_tokens
 """
 from autograder.diagnose.fingerprints.attention import *  # noqa: F401,F403
-from autograder.diagnose.fingerprints.attention import _scale  # noqa: F401
+from autograder.diagnose.fingerprints.modules import *  # noqa: F401,F403
 from autograder.diagnose.fingerprints.decoder import *  # noqa: F401,F403
 from autograder.diagnose.fingerprints.generation import *  # noqa: F401,F403

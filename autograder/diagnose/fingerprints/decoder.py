@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from autograder.diagnose.fingerprints.attention import _scale, linear, merge, split  # noqa: F401
+from autograder.diagnose.fingerprints.modules import linear, merge, split  # noqa: F401
 
 
 # --------------------------------------------------------------------------- lessons 07-08 (PyTorch)
