@@ -18,6 +18,7 @@ from autograder.run.errors import StudentError
 
 ATT = load_reference("02_masking").scaled_dot_product_attention          # what the fingerprints change
 SOFTMAX = load_reference("01_scaled_dot_product_attention").softmax
+MHA = load_reference("05_multi_head_attention").MultiHeadAttention
 
 
 def qkv(seed=0, batch=(2,), lq=4, lk=5, d=4):
@@ -100,10 +101,10 @@ def test_new_mutant_switches_change_only_what_they_say():
     p = {f"{n}.{w}": torch.randn(*((8, 8) if w == "weight" else (8,)), dtype=torch.float64)
          for n in ("w_q", "w_k", "w_v", "w_o") for w in ("weight", "bias")}
     x3 = torch.randn(2, 5, 8, dtype=torch.float64)
-    torch.testing.assert_close(fingerprints.torch_mha(p, x3, x3, x3, h=2, k_in="query", v_in="query"),
-                               fingerprints.torch_mha(p, x3, x3, x3, h=2))          # same in self-attention
+    torch.testing.assert_close(fingerprints.torch_mha(MHA, p, x3, x3, x3, h=2, k_in="query", v_in="query"),
+                               fingerprints.torch_mha(MHA, p, x3, x3, x3, h=2))          # same in self-attention
     y3 = torch.randn(2, 5, 8, dtype=torch.float64)
-    assert not torch.allclose(fingerprints.torch_mha(p, x3, y3, y3, h=2, k_in="query"), fingerprints.torch_mha(p, x3, y3, y3, h=2))
+    assert not torch.allclose(fingerprints.torch_mha(MHA, p, x3, y3, y3, h=2, k_in="query"), fingerprints.torch_mha(MHA, p, x3, y3, y3, h=2))
 
 
 def test_combinations_never_reuse_a_switch():

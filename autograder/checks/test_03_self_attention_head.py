@@ -11,20 +11,14 @@ LESSON = "03_self_attention_head"
 NAMES = ("w_q", "w_k", "w_v")
 
 
-def head_mutants(p, x, mask):
+def head_mutants(head_cls, p, x, mask):
+    """The fingerprints of SelfAttentionHead: the reference class `head_cls` changed (fingerprints.torch_head)."""
     x64 = x.double()
     p64 = {k: v.double() for k, v in p.items()}
     d_model, d_k = x.shape[-1], p["w_q.weight"].shape[0]
 
-    def run(k_from="w_k", v_from="w_v", extra=None, **kw):
-        q = fingerprints.linear(x64, p64, "w_q")
-        k = fingerprints.linear(x64, p64, k_from)
-        v = fingerprints.linear(x64, p64, v_from)
-        m = mask
-        if extra == "causal":   # a `tril` buffer applied whatever mask is given
-            m = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
-            m = m if mask is None else m & torch.as_tensor(mask).bool()
-        return fingerprints.torch_attention(q, k, v, m, **kw)[0]
+    def run(**kw):
+        return fingerprints.torch_head(head_cls, p64, x64, mask, **kw)
 
     found = scale_variants(d_k, [("d_model", d_model)]) + [
         Variant.of("kv-reuse-query-projection", "the keys are computed with w_q instead of w_k", k_from="w_q"),
@@ -50,7 +44,7 @@ def check_head(student, reference, rng, batch, t, d_model, d_k, mask=None, what=
     def check(got, m):
         expected = reference_output(reference.SelfAttentionHead, (d_model, d_k), params, x, mask=m)
         blocked = None if m is None else ~torch.as_tensor(m).bool().expand(batch, t, t).any(-1)   # (B, T)
-        expect_tensor(got, expected, call=call, mutants=head_mutants(params, x, m), blocked=blocked,
+        expect_tensor(got, expected, call=call, mutants=head_mutants(reference.SelfAttentionHead, params, x, m), blocked=blocked,
                       blocked_what="zero", about=None if m is None else MASK_MISTAKES)
 
     expect_module(lambda m: head(x) if m is None else head(x, m), mask, check, call=call,

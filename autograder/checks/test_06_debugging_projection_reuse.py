@@ -110,13 +110,14 @@ def test_student_test_catches_value_reuse(student, secret_key):
 
 # ------------------------------------------------------------------------ the fixed class
 
-def fixed_mutants(p, x, mask, h):
+def fixed_mutants(fixed_cls, p, x, mask, h):
+    """The fingerprints of FixedMultiHeadAttention: the reference class `fixed_cls` changed
+    (fingerprints.torch_fixed)."""
     p64 = {n: t.double() for n, t in fingerprint_params(p).items()}
-    m = None if mask is None else torch.as_tensor(mask).bool()[:, None]
     d_model = x.shape[-1]
 
     def run(**kw):
-        return fingerprints.torch_mha(p64, x.double(), x.double(), x.double(), m, h=h, names=NAMES, **kw)
+        return fingerprints.torch_fixed(fixed_cls, p64, x.double(), mask, h=h, **kw)
 
     found = scale_variants(d_model // h, [("d_model", d_model)]) + [
         Variant.of("kv-reuse-query-projection", "the keys are computed with q_project instead of k_project",
@@ -152,7 +153,7 @@ def check_fixed(student, reference, rng, b, t, d_model, h, mask=None, what="no m
         expected = reference_output(reference.FixedMultiHeadAttention, (d_model, h, 0.0), params, x,
                                     mask_kw="attn_mask", mask=m)
         blocked = None if m is None else ~torch.as_tensor(m).bool().expand(b, t, t).any(-1)     # (B, T)
-        expect_tensor(got, expected, call=call, mutants=fixed_mutants(params, x, m, h),
+        expect_tensor(got, expected, call=call, mutants=fixed_mutants(reference.FixedMultiHeadAttention, params, x, m, h),
                       blocked=blocked, blocked_what=BLOCKED_WHAT, about=None if m is None else MASK_MISTAKES)
 
     got = expect_module(lambda m: module(x) if m is None else module(x, m), mask, check, call=call,
