@@ -3,7 +3,7 @@ CausalSelfAttention, passed in by the check, run with one change."""
 from __future__ import annotations
 
 from autograder.diagnose.fingerprints.attention import _Q_FACTOR
-from autograder.diagnose.fingerprints.surgery import Proxy, as_module, with_forward_globals, with_globals
+from autograder.diagnose.fingerprints.surgery import Proxy, built, with_globals
 
 # --------------------------------------------------------------------------- lesson 07
 
@@ -41,15 +41,6 @@ def positional(encoding, seq_len, d_model, *, swap=False, freq="2i", layout="int
     return pe
 
 
-def _reference_module(cls, init_args, p):
-    module = cls(*init_args).double().eval()
-    import torch
-    with torch.no_grad():
-        for name, param in module.named_parameters():
-            param.copy_(p[name])
-    return module
-
-
 def torch_block(block_cls, p, x, mask=None, *, h, residual="both", norm="pre", invert=False,
                 mask_misbroadcast=False, blocked="nan"):
     """The reference TransformerBlock(d_model, h, d_ff, 0.0) (`block_cls`) with the parameters `p`
@@ -68,7 +59,6 @@ def torch_block(block_cls, p, x, mask=None, *, h, residual="both", norm="pre", i
     """
     import torch
     B, T, D = x.shape
-    module = _reference_module(block_cls, (D, h, p["ff.0.weight"].shape[0], 0.0), p)
     mask = None if mask is None else (~torch.as_tensor(mask).bool() if invert else mask)
     if mask_misbroadcast and mask is not None and B == 1:
         raise ValueError("mask-misbroadcast changes nothing with one sequence")
@@ -82,20 +72,24 @@ def torch_block(block_cls, p, x, mask=None, *, h, residual="both", norm="pre", i
             m = m[(torch.arange(B * h) % B) * h]
         seen["attn_mask"] = kwargs["attn_mask"] = m
         return args, kwargs
-    module.attn.register_forward_pre_hook(attn_mask, with_kwargs=True)
-    with torch.no_grad() if blocked == "nan" else torch.enable_grad():
-        out = module(x, mask)
-        if residual != "both" or norm != "pre":
-            def attn(y):
-                return module.attn(y, y, y, attn_mask=seen["attn_mask"], need_weights=False)[0]
-            if norm == "post":
-                x = module.norm1(x + attn(x))
-                out = module.norm2(x + module.ff(x))
-            else:
-                a = attn(module.norm1(x))
-                x = x + a if residual == "attn" else a
-                f = module.ff(module.norm2(x))
-                out = x + f if residual == "ff" else f
+    with built(block_cls, (D, h, p["ff.0.weight"].shape[0], 0.0), p) as module:
+        hook = module.attn.register_forward_pre_hook(attn_mask, with_kwargs=True)
+        try:
+            with torch.no_grad() if blocked == "nan" else torch.enable_grad():
+                out = module(x, mask)
+                if residual != "both" or norm != "pre":
+                    def attn(y):
+                        return module.attn(y, y, y, attn_mask=seen["attn_mask"], need_weights=False)[0]
+                    if norm == "post":
+                        x = module.norm1(x + attn(x))
+                        out = module.norm2(x + module.ff(x))
+                    else:
+                        a = attn(module.norm1(x))
+                        x = x + a if residual == "attn" else a
+                        f = module.ff(module.norm2(x))
+                        out = x + f if residual == "ff" else f
+        finally:
+            hook.remove()
     return out.detach()
 
 
@@ -177,15 +171,14 @@ def causal_step(attn_cls, p, x, cache=None, *, h, h_kv, order="interleave", offs
     names = {"torch": Proxy(torch, cat=cat, ones=ones)}
     if order == "tile":
         names["repeat_kv"] = lambda t, n_rep: repeat_heads(repeat_kv, t, n_rep, order="tile")
-    module = _reference_module(with_forward_globals(attn_cls, **names), (D, h, h_kv), p)
-    if heads_mixed:
-        for name, n_heads in (("w_q", h), ("w_k", h_kv), ("w_v", h_kv)):
-            inner = getattr(module, name)
-            setattr(module, name, as_module(lambda y, inner=inner, n=n_heads: inner(y).reshape(
-                B, n, T, -1).transpose(1, 2).reshape(B, T, -1)))
-        w_o = module.w_o
-        module.w_o = as_module(lambda c: w_o(c.view(B, T, h, -1).transpose(1, 2).reshape(B, T, D)))
-    with torch.no_grad():
+    with built(attn_cls, (D, h, h_kv), p, **names) as module, torch.no_grad():
+        if heads_mixed:
+            for name, n_heads in (("w_q", h), ("w_k", h_kv), ("w_v", h_kv)):
+                inner = getattr(module, name)
+                setattr(module, name, lambda y, inner=inner, n=n_heads: inner(y).reshape(
+                    B, n, T, -1).transpose(1, 2).reshape(B, T, -1))
+            w_o = module.w_o
+            module.w_o = lambda c: w_o(c.view(B, T, h, -1).transpose(1, 2).reshape(B, T, D))
         out, returned = module(x, cache)
     fresh = (new["k"], new["v"]) if new else returned
     returned = {"yes": returned, "old": cache if cache is not None else fresh, "new": fresh, "none": None}[append]

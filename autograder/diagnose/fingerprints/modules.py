@@ -5,7 +5,7 @@ a projection followed by a reshape), the softmax its forward calls, its inputs o
 from __future__ import annotations
 
 from autograder.diagnose.fingerprints.attention import _Q_FACTOR
-from autograder.diagnose.fingerprints.surgery import Proxy, as_module, with_forward_globals
+from autograder.diagnose.fingerprints.surgery import Proxy, built
 
 
 def _softmax_variant(torch, allowed, seen, *, axis, mask_mode, fill, blocked_rows):
@@ -38,9 +38,9 @@ def _blocked_nan(allowed, seen):
 def _run(cls, init_args, p, call, allowed, *, h, names, k_from=None, v_from=None, scale="sqrt", d_other=None,
          transpose="swap", axis=-1, mask_mode="before", fill="-inf", blocked_rows="zero", heads_mixed=False,
          out_proj=True, relu=False):
-    """Build the reference module `cls(*init_args)` in float64 with the parameters `p` as the switches
-    change them, and return `call(module, mask_given)`: mask_given is False when the mask is applied
-    around the softmax instead (mask_mode, fill)."""
+    """`call(module, mask_given)` on the reference module `cls(*init_args)` holding the parameters `p`
+    as the switches change them, its submodules and the torch.softmax its forward calls changed by the
+    switches; mask_given is False when the mask is applied around the softmax instead (mask_mode, fill)."""
     import torch
     wq, wk, wv, *wo = names
     p = dict(p)
@@ -54,37 +54,34 @@ def _run(cls, init_args, p, call, allowed, *, h, names, k_from=None, v_from=None
     seen = {}
     softmax = _softmax_variant(torch, allowed, seen, axis=axis, mask_mode=mask_mode, fill=fill,
                                blocked_rows=blocked_rows)
-    module = with_forward_globals(cls, torch=Proxy(torch, softmax=softmax))(*init_args).double().eval()
-    with torch.no_grad():
-        for name, param in module.named_parameters():
-            param.copy_(p[name])
-
-    def wrap(name, fn):
-        inner = getattr(module, name)
-        setattr(module, name, as_module(lambda y: fn(inner(y))))
-
-    if relu:                     # a ReLU after every projection (w_o included)
-        for name in names:
-            wrap(name, torch.relu)
-    if transpose == "T":         # keys that the reference's transpose(-2, -1) turns into k.T
-        wrap(wk, lambda k: k.permute(*reversed(range(k.dim()))).transpose(-2, -1))
-    if heads_mixed in (True, "split"):   # the reference's split of these is y.reshape(B, h, T, d_k)
-        for name in (wq, wk, wv):
-            wrap(name, lambda y: y.reshape(y.shape[0], h, y.shape[1], -1).transpose(1, 2).reshape(y.shape))
     nan_rows = allowed is not None and not outside and blocked_rows == "nan"
-    if wo and (not out_proj or heads_mixed in (True, "merge") or nan_rows):
-        project = getattr(module, wo[0]) if out_proj else (lambda c: c)
+    with built(cls, init_args, p, torch=Proxy(torch, softmax=softmax)) as module:
 
-        def to_output(c):   # c: the heads merged by the reference; undone, changed, merged again
-            B, T, D = c.shape
-            heads = c.view(B, T, h, D // h).transpose(1, 2)                      # (B, h, T, d_k)
-            if nan_rows:
-                heads = heads.masked_fill(_blocked_nan(allowed, seen)[..., None], float("nan"))
-            merged = heads.reshape(B, T, D) if heads_mixed in (True, "merge") else heads.transpose(1, 2).reshape(B, T, D)
-            return project(merged)
-        setattr(module, wo[0], as_module(to_output))
-    with torch.no_grad():
-        out = call(module, not outside)
+        def wrap(name, fn):
+            inner = getattr(module, name)
+            setattr(module, name, lambda y: fn(inner(y)))
+
+        if relu:                     # a ReLU after every projection (w_o included)
+            for name in names:
+                wrap(name, torch.relu)
+        if transpose == "T":         # keys that the reference's transpose(-2, -1) turns into k.T
+            wrap(wk, lambda k: k.permute(*reversed(range(k.dim()))).transpose(-2, -1))
+        if heads_mixed in (True, "split"):   # the reference's split of these is y.reshape(B, h, T, d_k)
+            for name in (wq, wk, wv):
+                wrap(name, lambda y: y.reshape(y.shape[0], h, y.shape[1], -1).transpose(1, 2).reshape(y.shape))
+        if wo and (not out_proj or heads_mixed in (True, "merge") or nan_rows):
+            project = getattr(module, wo[0]) if out_proj else (lambda c: c)
+
+            def to_output(c):   # c: the heads merged by the reference; undone, changed, merged again
+                B, T, D = c.shape
+                heads = c.view(B, T, h, D // h).transpose(1, 2)                      # (B, h, T, d_k)
+                if nan_rows:
+                    heads = heads.masked_fill(_blocked_nan(allowed, seen)[..., None], float("nan"))
+                merged = heads.reshape(B, T, D) if heads_mixed in (True, "merge") else heads.transpose(1, 2).reshape(B, T, D)
+                return project(merged)
+            setattr(module, wo[0], to_output)
+        with torch.no_grad():
+            out = call(module, not outside)
     if nan_rows and not wo:      # a single head: its output rows
         out = out.masked_fill(_blocked_nan(allowed, seen)[..., None], float("nan"))
     return out
