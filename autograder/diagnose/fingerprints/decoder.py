@@ -50,9 +50,10 @@ def torch_block(block_cls, p, x, mask=None, *, h, residual="both", norm="pre", i
     mask_misbroadcast: the (B * h, T, T) attn_mask the reference gives nn.MultiheadAttention with its
         rows in tile order (row b * h + i reads sequence (b * h + i) % B's mask), as `.repeat(h, 1, 1)`
         makes it; differs only when B > 1.
-    blocked: "nan" (the reference under torch.no_grad(): nn.MultiheadAttention's fast path leaves a
-        fully blocked row NaN) or "zero" (the reference with gradients on: its other path gives it zero
-        weights).
+    blocked: "zero": a fully blocked query row gets zero weights, as nn.MultiheadAttention's general
+        path (taken here: gradients on) gives them; "nan": that answer NaN on the tokens one of whose heads
+        reads no key, as a softmax over -inf alone gives it (and the fast path, under torch.no_grad() with
+        an even number of heads).
     residual ("attn", "ff", "none": missing-residual) and norm="post" (post-norm): the reference's own
         sublayers (attn, with the attn_mask its forward builds, ff, norm1, norm2) composed in the
         mistaken order, the sums of the residual connections written out here.
@@ -72,25 +73,27 @@ def torch_block(block_cls, p, x, mask=None, *, h, residual="both", norm="pre", i
             m = m[(torch.arange(B * h) % B) * h]
         seen["attn_mask"] = kwargs["attn_mask"] = m
         return args, kwargs
-    with built(block_cls, (D, h, p["ff.0.weight"].shape[0], 0.0), p) as module:
+    with built(block_cls, (D, h, p["ff.0.weight"].shape[0], 0.0), p) as module, torch.enable_grad():
         hook = module.attn.register_forward_pre_hook(attn_mask, with_kwargs=True)
         try:
-            with torch.no_grad() if blocked == "nan" else torch.enable_grad():
-                out = module(x, mask)
-                if residual != "both" or norm != "pre":
-                    def attn(y):
-                        return module.attn(y, y, y, attn_mask=seen["attn_mask"], need_weights=False)[0]
-                    if norm == "post":
-                        x = module.norm1(x + attn(x))
-                        out = module.norm2(x + module.ff(x))
-                    else:
-                        a = attn(module.norm1(x))
-                        x = x + a if residual == "attn" else a
-                        f = module.ff(module.norm2(x))
-                        out = x + f if residual == "ff" else f
+            out = module(x, mask)
+            if residual != "both" or norm != "pre":
+                def attn(y):
+                    return module.attn(y, y, y, attn_mask=seen["attn_mask"], need_weights=False)[0]
+                if norm == "post":
+                    x = module.norm1(x + attn(x))
+                    out = module.norm2(x + module.ff(x))
+                else:
+                    a = attn(module.norm1(x))
+                    x = x + a if residual == "attn" else a
+                    f = module.ff(module.norm2(x))
+                    out = x + f if residual == "ff" else f
         finally:
             hook.remove()
-    return out.detach()
+    out = out.detach()
+    if blocked == "nan" and seen["attn_mask"] is not None:   # tokens one of whose heads reads no key
+        out = out.masked_fill(seen["attn_mask"].view(B, h, T, -1).all(-1).any(1)[..., None], float("nan"))
+    return out
 
 
 # --------------------------------------------------------------------------- lesson 08
