@@ -50,7 +50,8 @@ def test_softmax_matches_reference_on_last_axis(student, reference, rng):
     """softmax matches the reference on random shapes (last axis)"""
     def check(x):
         expect_array(call_softmax(student, x), reference.softmax(x),
-                     call=f"softmax(x) with x {describe_shape(x)}", mutants=softmax_mutants(reference.softmax, x, -1), inputs=(x,))
+                     call=f"softmax(x) with x {describe_shape(x)}", mutants=softmax_mutants(reference.softmax, x, -1),
+                     inputs=(x,))
 
     # every shape is tried, so that a failure on one does not hide a mistake shown by another
     all_of(*[lambda x=(rng.standard_normal(shape) * 3).astype(dtype): check(x)

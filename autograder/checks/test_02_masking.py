@@ -13,7 +13,8 @@ def causal_mutants(causal_mask, n):
     return [("causal-off-by-one", lambda: fingerprints.causal(causal_mask, n, offset=-1)),
             ("causal-off-by-one", lambda: fingerprints.causal(causal_mask, n, offset=1)),
             ("causal-transposed", lambda: fingerprints.causal(causal_mask, n, upper=True)),
-            ("mask-inverted", lambda: ~fingerprints.causal(causal_mask, n))][:4 if n > 1 else 3]   # n = 1: inverted = diagonal blocked
+            ("mask-inverted", lambda: ~fingerprints.causal(causal_mask, n))][:4 if n > 1 else 3]
+    # n = 1: inverted = diagonal blocked
 
 
 def as_bool_values(got):
@@ -28,7 +29,8 @@ def test_causal_mask_values(student, reference, rng):
     """causal_mask(n) is True exactly where key j <= query i"""
     for n in (*(int(m) for m in rng.choice(np.arange(3, 13), 2, replace=False)), 2, 1):   # hidden sizes with a secret
         got = as_bool_values(student.causal_mask(n))
-        expect_array(got, reference.causal_mask(n), call=f"causal_mask({n})", mutants=causal_mutants(reference.causal_mask, n))
+        expect_array(got, reference.causal_mask(n), call=f"causal_mask({n})",
+                     mutants=causal_mutants(reference.causal_mask, n))
 
 
 @exercise("causal_mask", points=1)
@@ -91,13 +93,13 @@ def check_masked(student, reference, q, k, v, mask, what, about=MASK_MISTAKES):
     fn_ref = reference.scaled_dot_product_attention
     expected = fn_ref(q, k, v, mask)
     if np.asarray(mask).dtype.kind not in "iu":
-        expect_attention(call_attention(fn, q, k, v, mask, call=call), q, k, v, mask, expected, attention=fn_ref, call=call,
-                         about=about)
+        expect_attention(call_attention(fn, q, k, v, mask, call=call), q, k, v, mask, expected,
+                         attention=fn_ref, call=call, about=about)
         return
     # an integer mask: if the same mask as booleans gives another answer, the int mask is mishandled
     try:
-        expect_attention(call_attention(fn, q, k, v, mask, call=call), q, k, v, mask, expected, attention=fn_ref, call=call,
-                         about=about)
+        expect_attention(call_attention(fn, q, k, v, mask, call=call), q, k, v, mask, expected,
+                         attention=fn_ref, call=call, about=about)
         return
     except (Mismatch, StudentError) as err:
         failure = err

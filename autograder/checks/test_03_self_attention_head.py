@@ -44,7 +44,8 @@ def check_head(student, reference, rng, batch, t, d_model, d_k, mask=None, what=
     def check(got, m):
         expected = reference_output(reference.SelfAttentionHead, (d_model, d_k), params, x, mask=m)
         blocked = None if m is None else ~torch.as_tensor(m).bool().expand(batch, t, t).any(-1)   # (B, T)
-        expect_tensor(got, expected, call=call, mutants=head_mutants(reference.SelfAttentionHead, params, x, m), blocked=blocked,
+        expect_tensor(got, expected, call=call, mutants=head_mutants(reference.SelfAttentionHead, params, x, m),
+                      blocked=blocked,
                       blocked_what="zero", about=None if m is None else MASK_MISTAKES)
 
     expect_module(lambda m: head(x) if m is None else head(x, m), mask, check, call=call,

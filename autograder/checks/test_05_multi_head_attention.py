@@ -27,7 +27,8 @@ def test_split_heads_matches_reference(student, reference, rng):
         x = tensor(rng, b, t, d)
         expect_tensor(student.split_heads(x, h), reference.split_heads(x, h),
                       call=f"split_heads(x, {h}) with x of shape {(b, t, d)}",
-                      mutants=[("heads-mixed", lambda x=x, h=h: fingerprints.split_heads(reference.split_heads, x, h, mixed=True))])
+                      mutants=[("heads-mixed", lambda x=x, h=h: fingerprints.split_heads(reference.split_heads, x, h,
+                                                                                          mixed=True))])
 
 
 @exercise("merge_heads", points=1)
@@ -37,7 +38,8 @@ def test_merge_heads_matches_reference(student, reference, rng):
         x = tensor(rng, b, h, t, dk)
         expect_tensor(student.merge_heads(x), reference.merge_heads(x),
                       call=f"merge_heads(x) with x of shape {(b, h, t, dk)}",
-                      mutants=[("heads-mixed", lambda x=x: fingerprints.merge_heads(reference.merge_heads, x, mixed=True))])
+                      mutants=[("heads-mixed", lambda x=x: fingerprints.merge_heads(reference.merge_heads, x,
+                                                                                    mixed=True))])
 
 
 @exercise("merge_heads", points=1)
@@ -46,7 +48,8 @@ def test_merge_heads_inverts_split_heads(student, reference, rng):
     x = tensor(rng, 2, 7, 12)
     expect_tensor(student.merge_heads(reference.split_heads(x, 4)), x,
                   call="merge_heads(split_heads(x, 4)) with x of shape (2, 7, 12)",
-                  mutants=[("heads-mixed", lambda: fingerprints.merge_heads(reference.merge_heads, reference.split_heads(x, 4), mixed=True))])
+                  mutants=[("heads-mixed", lambda: fingerprints.merge_heads(reference.merge_heads,
+                                                                            reference.split_heads(x, 4), mixed=True))])
 
 
 # ------------------------------------------------------------------------ the module
@@ -150,7 +153,8 @@ def check_mha(student, reference, rng, *, b, lq, lk, d_model, h, mask=None, what
         blocked = None
         if m is not None:
             blocked = ~torch.as_tensor(m).bool().expand(b, h, lq, lk).any(-1).any(1)      # (B, Lq)
-        expect_tensor(got, expected, call=call, mutants=mha_mutants(reference.MultiHeadAttention, params, q, k, v, m, h, module),
+        mutants = mha_mutants(reference.MultiHeadAttention, params, q, k, v, m, h, module)
+        expect_tensor(got, expected, call=call, mutants=mutants,
                       blocked=blocked, blocked_what=BLOCKED_WHAT, about=None if m is None else MASK_MISTAKES)
 
     got = expect_module(lambda m: module(q, k, v) if m is None else module(q, k, v, m), mask, check, call=call,
@@ -202,7 +206,8 @@ def test_mha_self_attention(student, reference, rng):
         def check(got, _, x=x, params=params, d_model=d_model, h=h, b=b, t=t, module=module):
             expected = reference_output(reference.MultiHeadAttention, (d_model, h), params, x, x, x)
             expect_tensor(got, expected, call=f"MultiHeadAttention({d_model}, {h})(x, x, x) with x of shape "
-                          f"{(b, t, d_model)}", mutants=mha_mutants(reference.MultiHeadAttention, params, x, x, x, None, h, module))
+                          f"{(b, t, d_model)}",
+                          mutants=mha_mutants(reference.MultiHeadAttention, params, x, x, x, None, h, module))
 
         expect_module(lambda m, module=module, x=x: module(x, x, x) if m is None else module(x, x, x, m), None, check,
                       call=f"MultiHeadAttention({d_model}, {h})(x, x, x)", allow_all=torch.ones(b, 1, t, t, dtype=torch.bool))

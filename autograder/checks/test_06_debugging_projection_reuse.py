@@ -153,7 +153,8 @@ def check_fixed(student, reference, rng, b, t, d_model, h, mask=None, what="no m
         expected = reference_output(reference.FixedMultiHeadAttention, (d_model, h, 0.0), params, x,
                                     mask_kw="attn_mask", mask=m)
         blocked = None if m is None else ~torch.as_tensor(m).bool().expand(b, t, t).any(-1)     # (B, T)
-        expect_tensor(got, expected, call=call, mutants=fixed_mutants(reference.FixedMultiHeadAttention, params, x, m, h),
+        mutants = fixed_mutants(reference.FixedMultiHeadAttention, params, x, m, h)
+        expect_tensor(got, expected, call=call, mutants=mutants,
                       blocked=blocked, blocked_what=BLOCKED_WHAT, about=None if m is None else MASK_MISTAKES)
 
     got = expect_module(lambda m: module(x) if m is None else module(x, m), mask, check, call=call,

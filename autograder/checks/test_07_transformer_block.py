@@ -51,7 +51,8 @@ def test_positional_encoding_values(student, reference, rng, secret_key):
         drawn = sizes(rng)
     for seq_len, d_model in [*drawn, (7, 6), (3, 2)]:
         expect_tensor(student.positional_encoding(seq_len, d_model), reference.positional_encoding(seq_len, d_model),
-                      call=f"positional_encoding({seq_len}, {d_model})", mutants=pe_mutants(reference.positional_encoding, seq_len, d_model))
+                      call=f"positional_encoding({seq_len}, {d_model})",
+                      mutants=pe_mutants(reference.positional_encoding, seq_len, d_model))
 
 
 @exercise("positional_encoding", points=1)

@@ -1,5 +1,5 @@
-"""Fingerprints of lessons 01-02 (NumPy): each is the reference softmax / attention / mask function,
-passed in by the check, run with one change. `softmax` and `attention` are the reference's functions."""
+"""Fingerprints of lessons 01, 02 and 04 (NumPy): each is the reference softmax, attention, mask or
+worked_example function, passed in by the check, run with one change."""
 from __future__ import annotations
 
 import math
@@ -65,11 +65,9 @@ def np_attention(attention, q, k, v, mask=None, *, scale="sqrt", d_other=None, a
         allowed = ~(~np.asarray(mask)).astype(bool) if int_invert else np.asarray(mask).astype(bool)
         allowed = ~allowed if invert else allowed
     outside = mask is not None and (mask_mode == "after" or fill == "-1e9")   # masked around the softmax
-    switched_axis = axis
+    switched_axis, seen = axis, {}
 
-    seen = {}
-
-    def softmax(s, axis=-1):
+    def softmax(s, axis=-1):   # what the reference's softmax(scores, axis=-1) becomes
         if outside and fill == "-1e9":
             s = np.where(allowed, s, -1e9)
         elif allowed is not None and not outside and switched_axis != -1:

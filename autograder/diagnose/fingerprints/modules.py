@@ -77,7 +77,8 @@ def _run(cls, init_args, p, call, allowed, *, h, names, k_from=None, v_from=None
                 heads = c.view(B, T, h, D // h).transpose(1, 2)                      # (B, h, T, d_k)
                 if nan_rows:
                     heads = heads.masked_fill(_blocked_nan(allowed, seen)[..., None], float("nan"))
-                merged = heads.reshape(B, T, D) if heads_mixed in (True, "merge") else heads.transpose(1, 2).reshape(B, T, D)
+                merged = heads.transpose(1, 2) if heads_mixed not in (True, "merge") else heads
+                merged = merged.reshape(B, T, D)
                 return project(merged)
             setattr(module, wo[0], to_output)
         with torch.no_grad():
