@@ -12,7 +12,13 @@ from autograder.grading.checking import MASK_MISTAKES, attention_mutants, blocke
 from autograder.grading.compare import Fingerprints, Mismatch, Variant, expect_array
 from autograder.diagnose.mistakes import CATALOGUE
 from autograder.grading.plugin import explain_failure
+from autograder.grading.reference import load_reference
 from autograder.run.errors import StudentError
+
+
+ATT = load_reference("02_masking").scaled_dot_product_attention          # what the fingerprints change
+SOFTMAX = load_reference("01_scaled_dot_product_attention").softmax
+MHA = load_reference("05_multi_head_attention").MultiHeadAttention
 
 
 def qkv(seed=0, batch=(2,), lq=4, lk=5, d=4):
@@ -29,20 +35,20 @@ def test_two_mistakes_in_one_answer_are_both_named():
     q, k, v = qkv()
     mask = np.ones((2, 4, 5), dtype=bool)
     mask[0, 1] = False
-    got = fingerprints.np_attention(q, k, v, mask, scale="none", blocked_rows="nan")[0]
+    got = fingerprints.np_attention(ATT, q, k, v, mask, scale="none", blocked_rows="nan")[0]
     with pytest.raises(Mismatch) as err:
-        expect_array(got, fingerprints.np_attention(q, k, v, mask)[0], call="attention",
-                     mutants=attention_mutants(q, k, v, mask, which="output"), blocked=blocked_rows(mask, (2, 4, 5)))
+        expect_array(got, fingerprints.np_attention(ATT, q, k, v, mask)[0], call="attention",
+                     mutants=attention_mutants(ATT, q, k, v, mask, which="output"), blocked=blocked_rows(mask, (2, 4, 5)))
     assert named(err) == {"missing-scale", "masked-row-nan"}
 
 
 def test_three_mistakes_at_once():
     q, k, v = qkv(1)
     mask = np.tril(np.ones((4, 5), dtype=bool))
-    got = fingerprints.np_attention(q, k, v, mask, scale="dk", mask_mode="after", axis=-2)[1]
+    got = fingerprints.np_attention(ATT, q, k, v, mask, scale="dk", mask_mode="after", axis=-2)[1]
     with pytest.raises(Mismatch) as err:
-        expect_array(got, fingerprints.np_attention(q, k, v, mask)[1], call="weights",
-                     mutants=attention_mutants(q, k, v, mask, which="weights"))
+        expect_array(got, fingerprints.np_attention(ATT, q, k, v, mask)[1], call="weights",
+                     mutants=attention_mutants(ATT, q, k, v, mask, which="weights"))
     assert named(err) == {"wrong-scale", "mask-after-softmax", "softmax-wrong-axis"}
 
 
@@ -51,11 +57,11 @@ def test_blocked_rows_are_judged_on_their_own():
     q, k, v = qkv(2)
     mask = np.ones((2, 4, 5), dtype=bool)
     mask[1, 2] = False
-    expected = fingerprints.np_attention(q, k, v, mask)[0]
+    expected = fingerprints.np_attention(ATT, q, k, v, mask)[0]
     got = expected * 1.5
     got[1, 2] = np.nan
     with pytest.raises(Mismatch) as err:
-        expect_array(got, expected, call="attention", mutants=attention_mutants(q, k, v, mask, which="output"),
+        expect_array(got, expected, call="attention", mutants=attention_mutants(ATT, q, k, v, mask, which="output"),
                      blocked=blocked_rows(mask, (2, 4, 5)))
     assert named(err) == {"masked-row-nan"}
 
@@ -63,9 +69,9 @@ def test_blocked_rows_are_judged_on_their_own():
 def test_a_mask_check_passes_when_only_another_mistake_explains_the_answer():
     q, k, v = qkv(3)
     mask = np.tril(np.ones((4, 5), dtype=bool))
-    got = fingerprints.np_attention(q, k, v, mask, scale="none")[0]
-    expected = fingerprints.np_attention(q, k, v, mask)[0]
-    fp = attention_mutants(q, k, v, mask, which="output")
+    got = fingerprints.np_attention(ATT, q, k, v, mask, scale="none")[0]
+    expected = fingerprints.np_attention(ATT, q, k, v, mask)[0]
+    fp = attention_mutants(ATT, q, k, v, mask, which="output")
     expect_array(got, expected, call="attention", mutants=fp, about=MASK_MISTAKES)   # the mask is honoured
     with pytest.raises(Mismatch) as err:
         expect_array(got, expected, call="attention", mutants=fp)
@@ -86,19 +92,19 @@ def test_scale_variants_name_the_size_used():
 def test_new_mutant_switches_change_only_what_they_say():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((3, 5)) * 2
-    np.testing.assert_allclose(fingerprints.np_softmax(x, 0, stable="global"), fingerprints.np_softmax(x, 0))
+    np.testing.assert_allclose(fingerprints.np_softmax(SOFTMAX, x, 0, stable="global"), fingerprints.np_softmax(SOFTMAX, x, 0))
     big = np.array([[1000.0, 999.0], [0.0, 1.0]])
-    assert np.isnan(fingerprints.np_softmax(big, stable="global")[1]).all()       # underflow to 0/0
-    assert np.isfinite(fingerprints.np_softmax(big)).all()
+    assert np.isnan(fingerprints.np_softmax(SOFTMAX, big, stable="global")[1]).all()       # underflow to 0/0
+    assert np.isfinite(fingerprints.np_softmax(SOFTMAX, big)).all()
     q, k, v = qkv(5, batch=())
-    np.testing.assert_allclose(fingerprints.np_attention(q, k, v, transpose="T")[0], fingerprints.np_attention(q, k, v)[0])
+    np.testing.assert_allclose(fingerprints.np_attention(ATT, q, k, v, transpose="T")[0], fingerprints.np_attention(ATT, q, k, v)[0])
     p = {f"{n}.{w}": torch.randn(*((8, 8) if w == "weight" else (8,)), dtype=torch.float64)
          for n in ("w_q", "w_k", "w_v", "w_o") for w in ("weight", "bias")}
     x3 = torch.randn(2, 5, 8, dtype=torch.float64)
-    torch.testing.assert_close(fingerprints.torch_mha(p, x3, x3, x3, h=2, k_in="query", v_in="query"),
-                               fingerprints.torch_mha(p, x3, x3, x3, h=2))          # same in self-attention
+    torch.testing.assert_close(fingerprints.torch_mha(MHA, p, x3, x3, x3, h=2, k_in="query", v_in="query"),
+                               fingerprints.torch_mha(MHA, p, x3, x3, x3, h=2))          # same in self-attention
     y3 = torch.randn(2, 5, 8, dtype=torch.float64)
-    assert not torch.allclose(fingerprints.torch_mha(p, x3, y3, y3, h=2, k_in="query"), fingerprints.torch_mha(p, x3, y3, y3, h=2))
+    assert not torch.allclose(fingerprints.torch_mha(MHA, p, x3, y3, y3, h=2, k_in="query"), fingerprints.torch_mha(MHA, p, x3, y3, y3, h=2))
 
 
 def test_combinations_never_reuse_a_switch():
@@ -192,7 +198,7 @@ def test_an_uncatalogued_deviation_is_reported_never_passes_and_does_not_hide_ot
     rows = blocked_rows(mask, (2, 4, 5))
 
     def run(double=False, **kw):
-        out = fingerprints.np_attention(q, k, v, mask, **kw)[0]
+        out = fingerprints.np_attention(ATT, q, k, v, mask, **kw)[0]
         return out * 2 + 1 if double else out
 
     fp = Fingerprints(run, [Variant.of(None, "every output is doubled plus one", double=True),

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from autograder.diagnose import fingerprints
+from autograder.grading.checking import causal_pattern, padding_pattern
 from autograder.grading.reference import load_reference
 
 L07, L08 = "07_transformer_block", "08_fast_attention"
@@ -35,10 +36,11 @@ def test_positional_encoding_by_hand():
 
 
 def test_positional_mutant_defaults_and_switches():
-    ref = load_reference(L07).positional_encoding(20, 16).double()
-    torch.testing.assert_close(fingerprints.positional(20, 16), ref, rtol=0, atol=1e-7)
+    """A fingerprint with no switch on is the reference's answer; each switch changes it."""
+    ref = load_reference(L07).positional_encoding(20, 16)
+    torch.testing.assert_close(fingerprints.positional(load_reference(L07).positional_encoding, 20, 16), ref, rtol=0, atol=1e-7)
     for kw in [dict(swap=True), dict(freq="i"), dict(freq="feature"), dict(freq="inverse")]:
-        assert (fingerprints.positional(20, 16, **kw) - ref).abs().max() > 1e-2, kw
+        assert (fingerprints.positional(load_reference(L07).positional_encoding, 20, 16, **kw) - ref).abs().max() > 1e-2, kw
 
 
 RENAME = {"self_attn.": "attn.", "linear1.": "ff.0.", "linear2.": "ff.2."}
@@ -82,14 +84,14 @@ def test_block_equals_transformer_encoder_layer(b, t, d_model, h, d_ff):
 def test_block_mutant_defaults_and_switches():
     ours, _, state = paired_blocks(12, 3, 20)
     x = torch.randn(3, 6, 12, dtype=torch.float64)
-    mask = torch.from_numpy(fingerprints.padding([6, 4, 5], 6))                 # (3, 1, 6)
+    mask = torch.from_numpy(padding_pattern([6, 4, 5], 6))                 # (3, 1, 6)
     with torch.no_grad():
-        for m in (None, mask, torch.from_numpy(fingerprints.causal(6))):
-            torch.testing.assert_close(fingerprints.torch_block(state, x, m, h=3), ours(x, m), rtol=1e-10, atol=1e-12)
+        for m in (None, mask, torch.from_numpy(causal_pattern(6))):
+            torch.testing.assert_close(fingerprints.torch_block(load_reference(L07).TransformerBlock, state, x, m, h=3), ours(x, m), rtol=1e-10, atol=1e-12)
         ref = ours(x, mask)
     for kw in [dict(residual="attn"), dict(residual="ff"), dict(residual="none"), dict(norm="post"),
                dict(invert=True), dict(mask_misbroadcast=True)]:
-        got = fingerprints.torch_block(state, x, mask, h=3, **kw)
+        got = fingerprints.torch_block(load_reference(L07).TransformerBlock, state, x, mask, h=3, **kw)
         assert not torch.allclose(got, ref, atol=1e-3, equal_nan=True), kw
 
 
@@ -112,8 +114,8 @@ def test_repeat_kv_against_a_loop():
         assert got.shape == (2, 3 * n_rep, 4, 5)
         for j in range(3 * n_rep):
             assert torch.equal(got[:, j], x[:, j // n_rep])
-        assert torch.equal(fingerprints.repeat_heads(x, n_rep), got)
-    assert not torch.equal(fingerprints.repeat_heads(x, 2, order="tile"), ref.repeat_kv(x, 2))
+        assert torch.equal(fingerprints.repeat_heads(ref.repeat_kv, x, n_rep), got)
+    assert not torch.equal(fingerprints.repeat_heads(ref.repeat_kv, x, 2, order="tile"), ref.repeat_kv(x, 2))
 
 
 def loop_attention(module, x):
@@ -156,7 +158,7 @@ def test_cache_at_once_tokens_chunks_equal_the_loop(h, h_kv):
             torch.testing.assert_close(cache[0], k, rtol=0, atol=1e-12)
             torch.testing.assert_close(cache[1], v, rtol=0, atol=1e-12)
         p = dict(module.state_dict())
-        got, last = fingerprints.causal_chunks(p, x, [3, 1, 3], h=h, h_kv=h_kv)
+        got, last = fingerprints.causal_chunks(load_reference(L08).CausalSelfAttention, p, x, [3, 1, 3], h=h, h_kv=h_kv)
         torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-12)
         torch.testing.assert_close(last[0], k, rtol=0, atol=1e-12)
 
@@ -191,5 +193,5 @@ def test_causal_mutant_switches_change_the_answer():
                 dict(append="new"), dict(append="none"), dict(scale="none"), dict(heads_mixed=True),
                 dict(causal="diag"), dict(causal="next"), dict(causal="upper")]
     for kw in switches:
-        got, _ = fingerprints.causal_chunks(p, x, [2, 1, 3], h=4, h_kv=2, **kw)
+        got, _ = fingerprints.causal_chunks(load_reference(L08).CausalSelfAttention, p, x, [2, 1, 3], h=4, h_kv=2, **kw)
         assert not torch.allclose(got, ref, atol=1e-3, equal_nan=True), kw

@@ -50,7 +50,7 @@ def test_rope_equals_complex_multiplication(ref, shape, positions, base):
     got = ref.apply_rope(x, torch.tensor(positions), base)
     assert got.dtype == torch.float64 and got.shape == x.shape
     torch.testing.assert_close(got, rope_by_complex_numbers(x, positions, base), rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(fingerprints.rope(x, torch.tensor(positions), base), got, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(fingerprints.rope(ref.apply_rope, x, torch.tensor(positions), base), got, rtol=1e-12, atol=1e-12)
 
 
 def test_rope_by_hand(ref):
@@ -87,7 +87,7 @@ def test_rope_dtype_and_odd_size(ref):
 def test_each_rope_mutant_differs(ref, switches):
     x = torch.randn(2, 4, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     positions = torch.tensor([3, 4, 5, 6])
-    assert not torch.allclose(fingerprints.rope(x, positions, **switches), ref.apply_rope(x, positions), atol=1e-3)
+    assert not torch.allclose(fingerprints.rope(ref.apply_rope, x, positions, **switches), ref.apply_rope(x, positions), atol=1e-3)
 
 
 # ------------------------------------------------------------------------ next_token_probs
@@ -136,7 +136,7 @@ def test_probs_equal_sort_and_mask(ref, kwargs):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-15)
         assert np.array_equal(got.numpy() == 0, want == 0)
         np.testing.assert_allclose(got.sum(-1).numpy(), 1.0, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(fingerprints.sample_probs(logits, **kwargs).numpy(), want, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(fingerprints.sample_probs(ref.next_token_probs, logits, **kwargs).numpy(), want, rtol=1e-12, atol=1e-15)
 
 
 def test_probs_rules_by_hand(ref):
@@ -165,7 +165,7 @@ def test_probs_rules_by_hand(ref):
 ])
 def test_each_probs_mutant_differs(ref, switches, kwargs):
     logits = torch.tensor([[2.0, 1.0, 1.0, 1.0, 0.0, -1.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
-    assert not torch.allclose(fingerprints.sample_probs(logits, **kwargs, **switches), ref.next_token_probs(logits, **kwargs))
+    assert not torch.allclose(fingerprints.sample_probs(ref.next_token_probs, logits, **kwargs, **switches), ref.next_token_probs(logits, **kwargs))
 
 
 # ------------------------------------------------------------------------ generate
@@ -255,12 +255,12 @@ def test_decode_tokens_default_equals_reference(ref, sampled):
     exec(source, {"torch": torch, "nn": torch.nn, "math": math}, scope)
     got = ref.generate(scope[subjects.MODEL_NAME], prompt, 8, generator=torch.Generator().manual_seed(4) if sampled
                        else None, **kwargs)
-    want = fingerprints.decode_tokens(source, subjects.MODEL_NAME, prompt, 8, seed=4 if sampled else None, **kwargs)
+    want = fingerprints.decode_tokens(ref.generate, source, subjects.MODEL_NAME, prompt, 8, seed=4 if sampled else None, **kwargs)
     assert torch.equal(got, want)
-    assert torch.equal(fingerprints.decode_tokens(source, subjects.MODEL_NAME, prompt, 8, seed=4 if sampled else None,
+    assert torch.equal(fingerprints.decode_tokens(ref.generate, source, subjects.MODEL_NAME, prompt, 8, seed=4 if sampled else None,
                                              cache="recompute", **kwargs), want)
     for switches in (dict(cache="dropped"), dict(eval_mode=False)):
-        assert not torch.equal(fingerprints.decode_tokens(source, subjects.MODEL_NAME, prompt, 8,
+        assert not torch.equal(fingerprints.decode_tokens(ref.generate, source, subjects.MODEL_NAME, prompt, 8,
                                                      seed=4 if sampled else None, **kwargs, **switches), want)
 
 
@@ -282,16 +282,16 @@ def test_decode_tokens_on_telltale_models_equals_reference(ref, terms, sampled):
     model.forward = lambda idx, cache=None: seen.append(forward(idx, cache)) or seen[-1]
     got = ref.generate(model, prompt, 8, generator=torch.Generator().manual_seed(4) if sampled else None, **kwargs)
     assert model.training
-    want = fingerprints.decode_tokens(source, subjects.MODEL_NAME, prompt, 8, seed=seed, **kwargs)
+    want = fingerprints.decode_tokens(ref.generate, source, subjects.MODEL_NAME, prompt, 8, seed=seed, **kwargs)
     assert torch.equal(got, want)
     chosen_from = torch.stack([logits[:, -1] for logits, _ in seen[:8]])
-    assert torch.equal(fingerprints.decode_logits(source, subjects.MODEL_NAME, prompt, 8, seed=seed, **kwargs),
+    assert torch.equal(fingerprints.decode_logits(ref.generate, source, subjects.MODEL_NAME, prompt, 8, seed=seed, **kwargs),
                        chosen_from)
     wrong = [dict(eval_mode=False)]
     wrong += [dict(cache=c) for c in ("recompute", "whole", "dropped", "stale")] if terms.get("cache_term") else []
     wrong += [dict(grad=True)] if terms.get("grad_term") else []
     for switches in wrong:
-        assert not torch.equal(fingerprints.decode_tokens(source, subjects.MODEL_NAME, prompt, 8, seed=seed,
+        assert not torch.equal(fingerprints.decode_tokens(ref.generate, source, subjects.MODEL_NAME, prompt, 8, seed=seed,
                                                           **kwargs, **switches), want), switches
 
 

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.diagnose import fingerprints
+from autograder.grading.checking import padding_pattern
 from autograder.grading.reference import load_reference
 
 
@@ -108,9 +109,10 @@ def test_mha_mutant_defaults_match_the_reference():
     mha = ref.MultiHeadAttention(8, 2).double().eval()
     p = {n: t.detach() for n, t in mha.named_parameters()}
     q, kv = torch.randn(2, 3, 8, dtype=torch.float64), torch.randn(2, 5, 8, dtype=torch.float64)
-    mask = torch.from_numpy(fingerprints.padding([5, 2], 5)[:, None])
+    mask = torch.from_numpy(padding_pattern([5, 2], 5)[:, None])
     with torch.no_grad():
-        torch.testing.assert_close(fingerprints.torch_mha(p, q, kv, kv, mask, h=2), mha(q, kv, kv, mask))
+        torch.testing.assert_close(fingerprints.torch_mha(ref.MultiHeadAttention, p, q, kv, kv, mask, h=2),
+                                   mha(q, kv, kv, mask))
 
 
 def test_fixed_class_matches_torch_and_buggy_does_not():

@@ -8,9 +8,10 @@ so far: the logits of a position depend on every token before it, so a generatio
 cache gives other tokens. In training mode the logits are perturbed, as dropout would: a
 generation that does not switch to eval mode gives other tokens too.
 
-Every verdict rests on the tokens generate returns, which the grader compares with tokens it
-computes itself (diagnose/fingerprints/generation.py): nothing the student's process says about
-itself decides a grade. Two switches make the tokens tell what a real model would hide:
+Every verdict rests on the tokens generate returns, which the grader compares with the tokens the
+reference generate gives on the same model in its own process (diagnose/fingerprints/generation.py
+runs it, as it is or changed): nothing the student's process says about itself decides a grade.
+Two switches make the tokens tell what a real model would hide:
   * `cache_term`: the logits also depend on the length of the cache the call was given (T_past),
     as no real model's do. Full recomputation without the cache (T_past is always 0), the whole
     sequence fed with the cache (T_past grows too fast), a cache dropped or never updated all

@@ -9,8 +9,8 @@ from autograder.run.errors import StudentError
 LESSON = "01_scaled_dot_product_attention"
 
 
-def softmax_mutants(x, axis=-1):
-    """Fingerprints of softmax(x, axis): each slip alone and in combination."""
+def softmax_mutants(softmax, x, axis=-1):
+    """Fingerprints of softmax(x, axis) (`softmax`: the reference's): each slip alone and in combination."""
     last = axis in (-1, x.ndim - 1)
     found = [Variant.of("softmax-unstable", "no maximum is subtracted before exp()", stable=False),
              Variant.of("softmax-global-max", "the maximum of the whole array is subtracted, not the maximum along "
@@ -29,7 +29,7 @@ def softmax_mutants(x, axis=-1):
                                 "the `axis` argument is not used", axis=0))
 
     def run(**kw):
-        return fingerprints.np_softmax(x, kw.pop("axis", axis), **kw)
+        return fingerprints.np_softmax(softmax, x, kw.pop("axis", axis), **kw)
     return Fingerprints(run, found)
 
 
@@ -50,7 +50,8 @@ def test_softmax_matches_reference_on_last_axis(student, reference, rng):
     """softmax matches the reference on random shapes (last axis)"""
     def check(x):
         expect_array(call_softmax(student, x), reference.softmax(x),
-                     call=f"softmax(x) with x {describe_shape(x)}", mutants=softmax_mutants(x, -1), inputs=(x,))
+                     call=f"softmax(x) with x {describe_shape(x)}", mutants=softmax_mutants(reference.softmax, x, -1),
+                     inputs=(x,))
 
     # every shape is tried, so that a failure on one does not hide a mistake shown by another
     all_of(*[lambda x=(rng.standard_normal(shape) * 3).astype(dtype): check(x)
@@ -64,7 +65,7 @@ def test_softmax_honours_axis(student, reference, rng):
         x = rng.standard_normal(shape) * 2
         expect_array(student.softmax(x, axis=axis), reference.softmax(x, axis=axis),
                      call=f"softmax(x, axis={axis}) with x {describe_shape(x)}",
-                     mutants=softmax_mutants(x, axis))
+                     mutants=softmax_mutants(reference.softmax, x, axis))
 
 
 @exercise("softmax", points=1)
@@ -75,7 +76,7 @@ def test_softmax_is_stable_for_large_inputs(student, reference, rng):
         x[0, :] = scale  # a row of equal large values: the answer is uniform
         expect_array(student.softmax(x), reference.softmax(x),
                      call=f"softmax(x) with entries up to {np.abs(x).max():.3g} ({x.dtype})",
-                     mutants=softmax_mutants(x, -1), inputs=(x,),
+                     mutants=softmax_mutants(reference.softmax, x, -1), inputs=(x,),
                      signs={"softmax-unstable": lambda got: not np.isfinite(got).all()})
 
 
@@ -89,7 +90,8 @@ def qkv(rng, batch, lq, lk, dk, dv, dtype=np.float64, scale=1.0):
 def check_attention(student, reference, q, k, v):
     call = f"scaled_dot_product_attention(q, k, v) with q, k, v {describe_shape(q, k, v)}"
     expect_attention(call_attention(student.scaled_dot_product_attention, q, k, v, None, call=call), q, k, v, None,
-                     reference.scaled_dot_product_attention(q, k, v), call=call)
+                     reference.scaled_dot_product_attention(q, k, v), attention=reference.scaled_dot_product_attention,
+                     call=call)
 
 
 @exercise("scaled_dot_product_attention", points=1)

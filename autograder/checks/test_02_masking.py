@@ -2,18 +2,19 @@
 import numpy as np
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (MASK_MISTAKES, Mismatch, all_of, call_attention, describe_shape, exercise,
+from autograder.grading.checking import (MASK_MISTAKES, causal_pattern, padding_pattern, Mismatch, all_of, call_attention, describe_shape, exercise,
                                         expect_array, expect_attention, expect_varies)
 from autograder.run.errors import StudentError
 
 LESSON = "02_masking"
 
 
-def causal_mutants(n):
-    return [("causal-off-by-one", lambda: fingerprints.causal(n, offset=-1)),
-            ("causal-off-by-one", lambda: fingerprints.causal(n, offset=1)),
-            ("causal-transposed", lambda: fingerprints.causal(n, upper=True)),
-            ("mask-inverted", lambda: ~fingerprints.causal(n))][:4 if n > 1 else 3]   # n = 1: inverted = diagonal blocked
+def causal_mutants(causal_mask, n):
+    return [("causal-off-by-one", lambda: fingerprints.causal(causal_mask, n, offset=-1)),
+            ("causal-off-by-one", lambda: fingerprints.causal(causal_mask, n, offset=1)),
+            ("causal-transposed", lambda: fingerprints.causal(causal_mask, n, upper=True)),
+            ("mask-inverted", lambda: ~fingerprints.causal(causal_mask, n))][:4 if n > 1 else 3]
+    # n = 1: inverted = diagonal blocked
 
 
 def as_bool_values(got):
@@ -28,7 +29,8 @@ def test_causal_mask_values(student, reference, rng):
     """causal_mask(n) is True exactly where key j <= query i"""
     for n in (*(int(m) for m in rng.choice(np.arange(3, 13), 2, replace=False)), 2, 1):   # hidden sizes with a secret
         got = as_bool_values(student.causal_mask(n))
-        expect_array(got, reference.causal_mask(n), call=f"causal_mask({n})", mutants=causal_mutants(n))
+        expect_array(got, reference.causal_mask(n), call=f"causal_mask({n})",
+                     mutants=causal_mutants(reference.causal_mask, n))
 
 
 @exercise("causal_mask", points=1)
@@ -47,9 +49,9 @@ def test_causal_mask_is_boolean(student, rng):
     expect_varies(got, call=f"causal_mask({n})", what="its entries")
 
 
-def padding_mutants(lengths, max_len):
-    return [("padding-wrong-axis", lambda: fingerprints.padding(lengths, max_len, on_queries=True)),
-            ("mask-inverted", lambda: ~fingerprints.padding(lengths, max_len))]
+def padding_mutants(padding_mask, lengths, max_len):
+    return [("padding-wrong-axis", lambda: fingerprints.padding(padding_mask, lengths, max_len, on_queries=True)),
+            ("mask-inverted", lambda: ~fingerprints.padding(padding_mask, lengths, max_len))]
 
 
 @exercise("padding_mask", points=2)
@@ -63,7 +65,7 @@ def test_padding_mask_values(student, reference, rng):
         got = as_bool_values(student.padding_mask(lengths, max_len))
         expected = reference.padding_mask(lengths, max_len)
         expect_array(got, expected, call=f"padding_mask({lengths.tolist()}, {max_len})",
-                     mutants=padding_mutants(lengths, max_len),
+                     mutants=padding_mutants(reference.padding_mask, lengths, max_len),
                      signs={"padding-wrong-axis": lambda g, e=expected: g.ndim == 3 and g.shape[1] == e.shape[2]
                             and g.shape[2] in (1, e.shape[2]) and g.shape != e.shape})
 
@@ -80,7 +82,7 @@ def test_padding_mask_accepts_lists(student, reference, rng):
         raise Mismatch(f"{call} returned {what}; expected a bool array", mistake="wrong-type")
     expect_varies(got, call=call, what="its entries")
     expect_array(got, reference.padding_mask(np.array(lengths), max_len), call=call,
-                 mutants=padding_mutants(np.array(lengths), max_len))
+                 mutants=padding_mutants(reference.padding_mask, np.array(lengths), max_len))
 
 
 # ------------------------------------------------------------------ attention with masks
@@ -88,15 +90,16 @@ def test_padding_mask_accepts_lists(student, reference, rng):
 def check_masked(student, reference, q, k, v, mask, what, about=MASK_MISTAKES):
     call = f"scaled_dot_product_attention(q, k, v, mask) with {what}; q, k, v {describe_shape(q, k, v)}"
     fn = student.scaled_dot_product_attention
-    expected = reference.scaled_dot_product_attention(q, k, v, mask)
+    fn_ref = reference.scaled_dot_product_attention
+    expected = fn_ref(q, k, v, mask)
     if np.asarray(mask).dtype.kind not in "iu":
-        expect_attention(call_attention(fn, q, k, v, mask, call=call), q, k, v, mask, expected, call=call,
-                         about=about)
+        expect_attention(call_attention(fn, q, k, v, mask, call=call), q, k, v, mask, expected,
+                         attention=fn_ref, call=call, about=about)
         return
     # an integer mask: if the same mask as booleans gives another answer, the int mask is mishandled
     try:
-        expect_attention(call_attention(fn, q, k, v, mask, call=call), q, k, v, mask, expected, call=call,
-                         about=about)
+        expect_attention(call_attention(fn, q, k, v, mask, call=call), q, k, v, mask, expected,
+                         attention=fn_ref, call=call, about=about)
         return
     except (Mismatch, StudentError) as err:
         failure = err
@@ -114,7 +117,8 @@ def check_masked(student, reference, q, k, v, mask, what, about=MASK_MISTAKES):
     found = [("mask-int-invert", "the same mask as booleans gives another answer than as 0/1 integers "
               "(`~1 == -2` and `~0 == -1`)")]
     try:
-        expect_attention(got_bool, q, k, v, as_bool, expected, call=call + " (the mask as booleans)", about=about)
+        expect_attention(got_bool, q, k, v, as_bool, expected, attention=fn_ref,
+                         call=call + " (the mask as booleans)", about=about)
     except Mismatch as other:
         found += other.found
     line = failure.line if isinstance(failure, Mismatch) else f"{call} raised {failure.type}: {failure.message}"
@@ -133,7 +137,8 @@ def test_masked_attention_without_mask(student, reference, rng):
     q, k, v = qkv(rng, (2,), 4, 6, 8, 3)
     call = f"scaled_dot_product_attention(q, k, v) with q, k, v {describe_shape(q, k, v)}"
     expect_attention(call_attention(student.scaled_dot_product_attention, q, k, v, None, call=call), q, k, v, None,
-                     reference.scaled_dot_product_attention(q, k, v), call=call)
+                     reference.scaled_dot_product_attention(q, k, v), attention=reference.scaled_dot_product_attention,
+                     call=call)
 
 
 @exercise("scaled_dot_product_attention", points=1)
@@ -141,14 +146,14 @@ def test_masked_attention_causal(student, reference, rng):
     """attention honours a causal mask (broadcast over the batch)"""
     for batch, t, dk, dv in [((2,), 5, 4, 3), ((2, 2), 6, 8, 8)]:
         q, k, v = qkv(rng, batch, t, t, dk, dv)
-        check_masked(student, reference, q, k, v, fingerprints.causal(t), f"a causal mask of shape ({t}, {t})")
+        check_masked(student, reference, q, k, v, causal_pattern(t), f"a causal mask of shape ({t}, {t})")
 
 
 @exercise("scaled_dot_product_attention", points=1)
 def test_masked_attention_padding(student, reference, rng):
     """attention honours a padding mask of shape (batch, 1, Lk), with Lq != Lk"""
     lengths = np.array([5, 2, 4])
-    mask = fingerprints.padding(lengths, 5)
+    mask = padding_pattern(lengths, 5)
     q, k, v = qkv(rng, (3,), 3, 5, 6, 4)
     check_masked(student, reference, q, k, v, mask, "a padding mask of shape (3, 1, 5)")
 
@@ -157,7 +162,7 @@ def test_masked_attention_padding(student, reference, rng):
 def test_masked_attention_combined_int_mask(student, reference, rng):
     """attention accepts a 0/1 integer mask built by combining causal and padding masks"""
     lengths = np.array([4, 6])
-    mask = (fingerprints.causal(6)[None] & fingerprints.padding(lengths, 6)).astype(np.int64)   # (2, 6, 6)
+    mask = (causal_pattern(6)[None] & padding_pattern(lengths, 6)).astype(np.int64)   # (2, 6, 6)
     q, k, v = qkv(rng, (2,), 6, 6, 4, 5)
     check_masked(student, reference, q, k, v, mask, "a 0/1 int mask of shape (2, 6, 6)")
 
@@ -180,5 +185,5 @@ def test_masked_attention_float32_large_scores(student, reference, rng):
     """masked attention stays finite for float32 inputs and large scores"""
     q, k, v = qkv(rng, (2,), 5, 5, 4, 3, dtype=np.float32)
     q *= 30
-    mask = fingerprints.causal(5)
+    mask = causal_pattern(5)
     check_masked(student, reference, q, k, v, mask, "a causal mask and scores up to ~1e3 (float32)", about=None)

@@ -2,7 +2,7 @@
 import torch
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (ALWAYS_CAUSAL, MASK_MISTAKES, Fingerprints, Variant, exercise, expect_module, expect_parameters, load_lenient, expect_tensor, linear_shapes,
+from autograder.grading.checking import (causal_pattern, padding_pattern, ALWAYS_CAUSAL, MASK_MISTAKES, Fingerprints, Variant, exercise, expect_module, expect_parameters, load_lenient, expect_tensor, linear_shapes,
                                  mask_variants, random_parameters, reference_output, scale_variants,
                                  expect_module_computes, module_output)
 from autograder.run.errors import StudentError
@@ -11,20 +11,14 @@ LESSON = "03_self_attention_head"
 NAMES = ("w_q", "w_k", "w_v")
 
 
-def head_mutants(p, x, mask):
+def head_mutants(head_cls, p, x, mask):
+    """The fingerprints of SelfAttentionHead: the reference class `head_cls` changed (fingerprints.torch_head)."""
     x64 = x.double()
     p64 = {k: v.double() for k, v in p.items()}
     d_model, d_k = x.shape[-1], p["w_q.weight"].shape[0]
 
-    def run(k_from="w_k", v_from="w_v", extra=None, **kw):
-        q = fingerprints.linear(x64, p64, "w_q")
-        k = fingerprints.linear(x64, p64, k_from)
-        v = fingerprints.linear(x64, p64, v_from)
-        m = mask
-        if extra == "causal":   # a `tril` buffer applied whatever mask is given
-            m = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
-            m = m if mask is None else m & torch.as_tensor(mask).bool()
-        return fingerprints.torch_attention(q, k, v, m, **kw)[0]
+    def run(**kw):
+        return fingerprints.torch_head(head_cls, p64, x64, mask, **kw)
 
     found = scale_variants(d_k, [("d_model", d_model)]) + [
         Variant.of("kv-reuse-query-projection", "the keys are computed with w_q instead of w_k", k_from="w_q"),
@@ -50,7 +44,8 @@ def check_head(student, reference, rng, batch, t, d_model, d_k, mask=None, what=
     def check(got, m):
         expected = reference_output(reference.SelfAttentionHead, (d_model, d_k), params, x, mask=m)
         blocked = None if m is None else ~torch.as_tensor(m).bool().expand(batch, t, t).any(-1)   # (B, T)
-        expect_tensor(got, expected, call=call, mutants=head_mutants(params, x, m), blocked=blocked,
+        expect_tensor(got, expected, call=call, mutants=head_mutants(reference.SelfAttentionHead, params, x, m),
+                      blocked=blocked,
                       blocked_what="zero", about=None if m is None else MASK_MISTAKES)
 
     expect_module(lambda m: head(x) if m is None else head(x, m), mask, check, call=call,
@@ -84,13 +79,13 @@ def test_head_matches_reference(student, reference, rng):
 @exercise("SelfAttentionHead", points=1)
 def test_head_causal_mask(student, reference, rng):
     """SelfAttentionHead honours a causal (T, T) mask"""
-    mask = torch.from_numpy(fingerprints.causal(6))
+    mask = torch.from_numpy(causal_pattern(6))
     check_head(student, reference, rng, 2, 6, 10, 4, mask, "a causal mask of shape (6, 6)")
 
 
 @exercise("SelfAttentionHead", points=1)
 def test_head_padding_mask_and_blocked_rows(student, reference, rng):
     """SelfAttentionHead honours a (B, T, T) 0/1 mask, with a fully blocked row giving zeros"""
-    mask = torch.from_numpy((fingerprints.causal(5)[None] & fingerprints.padding([5, 3], 5)).astype("int64"))
+    mask = torch.from_numpy((causal_pattern(5)[None] & padding_pattern([5, 3], 5)).astype("int64"))
     mask[1, 0, :] = 0
     check_head(student, reference, rng, 2, 5, 8, 3, mask, "a 0/1 mask of shape (2, 5, 5) with one blocked row")

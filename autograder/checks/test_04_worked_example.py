@@ -101,14 +101,8 @@ def example_mutants(reference, key):
         return []
     d_k = getattr(ns, f"W_Q{h}").shape[-1]
 
-    def run(transposed=False, **kw):
-        W = [getattr(ns, f"{n}{h}") for n in ("W_Q", "W_K", "W_V")]
-        q, k, v = (ns.X @ (w.T if transposed else w) for w in W)
-        if what < 3:
-            return (q, k, v)[what]
-        if what == 3:
-            return fingerprints._scale(q @ k.T, q.shape[-1], kw.get("scale", "sqrt"))
-        return fingerprints.np_attention(q, k, v, **kw)[1 if what == 4 else 0]
+    def run(**kw):
+        return fingerprints.worked_example(ns.worked_example, key, **kw)
 
     found = [Variant.of("weights-transposed", f"Q{h}, K{h} and V{h} are computed as X @ W.T instead of X @ W",
                         transposed=True)]

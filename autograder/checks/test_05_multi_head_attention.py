@@ -3,7 +3,7 @@ import numpy as np
 import torch
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
+from autograder.grading.checking import (causal_pattern, padding_pattern, MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
                                  random_parameters,
                                  reference_output, scale_variants, expect_module_computes,
@@ -27,7 +27,8 @@ def test_split_heads_matches_reference(student, reference, rng):
         x = tensor(rng, b, t, d)
         expect_tensor(student.split_heads(x, h), reference.split_heads(x, h),
                       call=f"split_heads(x, {h}) with x of shape {(b, t, d)}",
-                      mutants=[("heads-mixed", lambda x=x, h=h: fingerprints.split(x, h, mixed=True))])
+                      mutants=[("heads-mixed", lambda x=x, h=h: fingerprints.split_heads(reference.split_heads, x, h,
+                                                                                          mixed=True))])
 
 
 @exercise("merge_heads", points=1)
@@ -37,7 +38,8 @@ def test_merge_heads_matches_reference(student, reference, rng):
         x = tensor(rng, b, h, t, dk)
         expect_tensor(student.merge_heads(x), reference.merge_heads(x),
                       call=f"merge_heads(x) with x of shape {(b, h, t, dk)}",
-                      mutants=[("heads-mixed", lambda x=x: fingerprints.merge(x, mixed=True))])
+                      mutants=[("heads-mixed", lambda x=x: fingerprints.merge_heads(reference.merge_heads, x,
+                                                                                    mixed=True))])
 
 
 @exercise("merge_heads", points=1)
@@ -46,7 +48,8 @@ def test_merge_heads_inverts_split_heads(student, reference, rng):
     x = tensor(rng, 2, 7, 12)
     expect_tensor(student.merge_heads(reference.split_heads(x, 4)), x,
                   call="merge_heads(split_heads(x, 4)) with x of shape (2, 7, 12)",
-                  mutants=[("heads-mixed", lambda: fingerprints.merge(fingerprints.split(x, 4), mixed=True))])
+                  mutants=[("heads-mixed", lambda: fingerprints.merge_heads(reference.merge_heads,
+                                                                            reference.split_heads(x, 4), mixed=True))])
 
 
 # ------------------------------------------------------------------------ the module
@@ -62,9 +65,10 @@ def no_output_projection(module):
     return given
 
 
-def mha_mutants(p, q, k, v, mask, h, module=None):
+def mha_mutants(mha_cls, p, q, k, v, mask, h, module=None):
+    """The fingerprints of MultiHeadAttention: the reference class `mha_cls` changed (fingerprints.torch_mha)."""
     p64 = {n: t.double() for n, t in fingerprint_params(p).items()}
-    args = (p64, q.double(), k.double(), v.double(), mask)
+    args = (mha_cls, p64, q.double(), k.double(), v.double(), mask)
     d_model = q.shape[-1]
 
     def run(**kw):
@@ -149,7 +153,8 @@ def check_mha(student, reference, rng, *, b, lq, lk, d_model, h, mask=None, what
         blocked = None
         if m is not None:
             blocked = ~torch.as_tensor(m).bool().expand(b, h, lq, lk).any(-1).any(1)      # (B, Lq)
-        expect_tensor(got, expected, call=call, mutants=mha_mutants(params, q, k, v, m, h, module),
+        mutants = mha_mutants(reference.MultiHeadAttention, params, q, k, v, m, h, module)
+        expect_tensor(got, expected, call=call, mutants=mutants,
                       blocked=blocked, blocked_what=BLOCKED_WHAT, about=None if m is None else MASK_MISTAKES)
 
     got = expect_module(lambda m: module(q, k, v) if m is None else module(q, k, v, m), mask, check, call=call,
@@ -201,7 +206,8 @@ def test_mha_self_attention(student, reference, rng):
         def check(got, _, x=x, params=params, d_model=d_model, h=h, b=b, t=t, module=module):
             expected = reference_output(reference.MultiHeadAttention, (d_model, h), params, x, x, x)
             expect_tensor(got, expected, call=f"MultiHeadAttention({d_model}, {h})(x, x, x) with x of shape "
-                          f"{(b, t, d_model)}", mutants=mha_mutants(params, x, x, x, None, h, module))
+                          f"{(b, t, d_model)}",
+                          mutants=mha_mutants(reference.MultiHeadAttention, params, x, x, x, None, h, module))
 
         expect_module(lambda m, module=module, x=x: module(x, x, x) if m is None else module(x, x, x, m), None, check,
                       call=f"MultiHeadAttention({d_model}, {h})(x, x, x)", allow_all=torch.ones(b, 1, t, t, dtype=torch.bool))
@@ -246,10 +252,10 @@ def test_mha_padding_mask(student, reference, rng):
     """MultiHeadAttention honours a (B, 1, 1, Lk) padding mask, also when B == h"""
     # B == h first: a mask whose batch axis lands on the head axis raises when B != h, so only
     # this case shows (and names) the silent mask-misbroadcast
-    mask = torch.from_numpy(fingerprints.padding([6, 3], 6)[:, None])             # (2, 1, 1, 6)
+    mask = torch.from_numpy(padding_pattern([6, 3], 6)[:, None])             # (2, 1, 1, 6)
     check_mha(student, reference, rng, b=2, lq=4, lk=6, d_model=8, h=2, mask=mask,
               what="a padding mask of shape (2, 1, 1, 6), as many sequences as heads")
-    mask = torch.from_numpy(fingerprints.padding([7, 4, 2], 7)[:, None])          # (3, 1, 1, 7)
+    mask = torch.from_numpy(padding_pattern([7, 4, 2], 7)[:, None])          # (3, 1, 1, 7)
     check_mha(student, reference, rng, b=3, lq=5, lk=7, d_model=8, h=2, mask=mask,
               what="a padding mask of shape (3, 1, 1, 7)")
 
@@ -257,10 +263,10 @@ def test_mha_padding_mask(student, reference, rng):
 @exercise("MultiHeadAttention", points=1)
 def test_mha_causal_mask_and_blocked_rows(student, reference, rng):
     """MultiHeadAttention honours a causal (T, T) mask, and a fully blocked row reads nothing"""
-    mask = torch.from_numpy(fingerprints.causal(5)).repeat(2, 1, 1, 1)            # (2, 1, 5, 5)
+    mask = torch.from_numpy(causal_pattern(5)).repeat(2, 1, 1, 1)            # (2, 1, 5, 5)
     mask[1, 0, 2] = False
     all_of(lambda: check_mha(student, reference, rng, b=2, lq=6, lk=6, d_model=12, h=4,
-                             mask=torch.from_numpy(fingerprints.causal(6)), what="a causal mask of shape (6, 6)"),
+                             mask=torch.from_numpy(causal_pattern(6)), what="a causal mask of shape (6, 6)"),
            lambda: check_mha(student, reference, rng, b=2, lq=5, lk=5, d_model=8, h=2, mask=mask.int(),
                              what="a 0/1 mask of shape (2, 1, 5, 5) with a fully blocked row"))
 

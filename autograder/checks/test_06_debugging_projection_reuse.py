@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
+from autograder.grading.checking import (causal_pattern, padding_pattern, MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
                                  random_parameters,
                                  reference_output, scale_variants, expect_module_computes,
@@ -110,13 +110,14 @@ def test_student_test_catches_value_reuse(student, secret_key):
 
 # ------------------------------------------------------------------------ the fixed class
 
-def fixed_mutants(p, x, mask, h):
+def fixed_mutants(fixed_cls, p, x, mask, h):
+    """The fingerprints of FixedMultiHeadAttention: the reference class `fixed_cls` changed
+    (fingerprints.torch_fixed)."""
     p64 = {n: t.double() for n, t in fingerprint_params(p).items()}
-    m = None if mask is None else torch.as_tensor(mask).bool()[:, None]
     d_model = x.shape[-1]
 
     def run(**kw):
-        return fingerprints.torch_mha(p64, x.double(), x.double(), x.double(), m, h=h, names=NAMES, **kw)
+        return fingerprints.torch_fixed(fixed_cls, p64, x.double(), mask, h=h, **kw)
 
     found = scale_variants(d_model // h, [("d_model", d_model)]) + [
         Variant.of("kv-reuse-query-projection", "the keys are computed with q_project instead of k_project",
@@ -152,7 +153,8 @@ def check_fixed(student, reference, rng, b, t, d_model, h, mask=None, what="no m
         expected = reference_output(reference.FixedMultiHeadAttention, (d_model, h, 0.0), params, x,
                                     mask_kw="attn_mask", mask=m)
         blocked = None if m is None else ~torch.as_tensor(m).bool().expand(b, t, t).any(-1)     # (B, T)
-        expect_tensor(got, expected, call=call, mutants=fixed_mutants(params, x, m, h),
+        mutants = fixed_mutants(reference.FixedMultiHeadAttention, params, x, m, h)
+        expect_tensor(got, expected, call=call, mutants=mutants,
                       blocked=blocked, blocked_what=BLOCKED_WHAT, about=None if m is None else MASK_MISTAKES)
 
     got = expect_module(lambda m: module(x) if m is None else module(x, m), mask, check, call=call,
@@ -235,6 +237,6 @@ def test_fixed_uses_every_projection(student, reference, rng):
 @exercise("FixedMultiHeadAttention", points=1)
 def test_fixed_attn_mask(student, reference, rng):
     """FixedMultiHeadAttention honours a (B, T, T) attn_mask (1 = attend), fully blocked rows included"""
-    mask = torch.from_numpy((fingerprints.causal(5)[None] & fingerprints.padding([5, 3], 5)).astype(np.int64))
+    mask = torch.from_numpy((causal_pattern(5)[None] & padding_pattern([5, 3], 5)).astype(np.int64))
     mask[0, 2] = 0
     check_fixed(student, reference, rng, 2, 5, 8, 2, mask, "a causal & padding attn_mask with a blocked row")

@@ -3,7 +3,7 @@ import numpy as np
 import torch
 
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (Fingerprints, Mismatch, Variant, exercise, expect_module_computes,
+from autograder.grading.checking import (causal_pattern, padding_pattern, Fingerprints, Mismatch, Variant, exercise, expect_module_computes,
                                  expect_parameters, expect_tensor, expect_varies, module_output, random_parameters,
                                  reference_output)
 from autograder.grading.plugin import inputs_rng
@@ -18,9 +18,10 @@ def tensor(rng, *shape):
 
 # ------------------------------------------------------------------------ positional_encoding
 
-def pe_mutants(seq_len, d_model):
+def pe_mutants(encoding, seq_len, d_model):
+    """The fingerprints of positional_encoding: the reference's (`encoding`) changed (fingerprints.positional)."""
     def run(**kw):
-        return fingerprints.positional(seq_len, d_model, **kw)
+        return fingerprints.positional(encoding, seq_len, d_model, **kw)
     return Fingerprints(run, [
         Variant.of("pe-sin-cos-swapped", "cosine on the even features and sine on the odd ones", swap=True),
         Variant.of("pe-wrong-frequency", "the exponent is i / d_model with i the pair number, not 2i / d_model",
@@ -50,7 +51,8 @@ def test_positional_encoding_values(student, reference, rng, secret_key):
         drawn = sizes(rng)
     for seq_len, d_model in [*drawn, (7, 6), (3, 2)]:
         expect_tensor(student.positional_encoding(seq_len, d_model), reference.positional_encoding(seq_len, d_model),
-                      call=f"positional_encoding({seq_len}, {d_model})", mutants=pe_mutants(seq_len, d_model))
+                      call=f"positional_encoding({seq_len}, {d_model})",
+                      mutants=pe_mutants(reference.positional_encoding, seq_len, d_model))
 
 
 @exercise("positional_encoding", points=1)
@@ -95,11 +97,12 @@ def block_parameters(rng, d_model, d_ff):
     return params
 
 
-def block_mutants(params, x, mask, h):
+def block_mutants(block_cls, params, x, mask, h):
+    """The fingerprints of TransformerBlock: the reference class `block_cls` changed (fingerprints.torch_block)."""
     p64 = {n: t.double() for n, t in params.items()}
 
     def run(**kw):
-        return fingerprints.torch_block(p64, x.double(), mask, h=h, **kw)
+        return fingerprints.torch_block(block_cls, p64, x.double(), mask, h=h, **kw)
 
     variants = [
         Variant.of("missing-residual", "the feed-forward output replaces x instead of being added to it",
@@ -138,7 +141,7 @@ def check_block(student, reference, rng, *, b, t, d_model, h, d_ff, mask=None, w
     got = block(x) if mask is None else block(x, mask)
     expected = reference_output(reference.TransformerBlock, (d_model, h, d_ff), params, x, mask=mask)
     expect_tensor(got, expected, call=f"TransformerBlock({d_model}, {h}, {d_ff})(x{', mask' if mask is not None else ''})"
-                  f" with x of shape {(b, t, d_model)}, {what}", mutants=block_mutants(params, x, mask, h))
+                  f" with x of shape {(b, t, d_model)}, {what}", mutants=block_mutants(reference.TransformerBlock, params, x, mask, h))
 
 
 @exercise("TransformerBlock", points=1)
@@ -161,18 +164,18 @@ def test_block_no_mask(student, reference, rng):
 def test_block_causal_mask(student, reference, rng):
     """TransformerBlock honours a causal (T, T) mask, True = may attend"""
     check_block(student, reference, rng, b=2, t=6, d_model=12, h=3, d_ff=24,
-                mask=torch.from_numpy(fingerprints.causal(6)), what="a causal mask of shape (6, 6)")
+                mask=torch.from_numpy(causal_pattern(6)), what="a causal mask of shape (6, 6)")
     check_block(student, reference, rng, b=3, t=5, d_model=8, h=2, d_ff=16,
-                mask=torch.from_numpy(fingerprints.causal(5)).int(), what="a 0/1 causal mask of shape (5, 5)")
+                mask=torch.from_numpy(causal_pattern(5)).int(), what="a 0/1 causal mask of shape (5, 5)")
 
 
 @exercise("TransformerBlock", points=1)
 def test_block_padding_mask(student, reference, rng):
     """TransformerBlock honours a (B, 1, T) padding mask, also when B == num_heads"""
     check_block(student, reference, rng, b=2, t=6, d_model=8, h=2, d_ff=16,
-                mask=torch.from_numpy(fingerprints.padding([6, 3], 6)), what="a padding mask of shape (2, 1, 6)")
+                mask=torch.from_numpy(padding_pattern([6, 3], 6)), what="a padding mask of shape (2, 1, 6)")
     check_block(student, reference, rng, b=3, t=5, d_model=12, h=2, d_ff=16,
-                mask=torch.from_numpy(fingerprints.padding([2, 5, 4], 5)), what="a padding mask of shape (3, 1, 5)")
+                mask=torch.from_numpy(padding_pattern([2, 5, 4], 5)), what="a padding mask of shape (3, 1, 5)")
 
 
 @exercise("TransformerBlock", points=1)
@@ -188,7 +191,7 @@ def test_block_dropout_off_in_eval(student, reference, rng):
     dropped = isinstance(got, torch.Tensor) and isinstance(own, torch.Tensor) and got.shape == own.shape \
         and not torch.allclose(got, own, atol=1e-6)
     expect_tensor(got, expected, call="TransformerBlock(8, 2, 16, dropout=0.5) in eval mode",
-                  mutants=block_mutants(params, x, None, 2), signs={"dropout-in-eval": lambda g: dropped})
+                  mutants=block_mutants(reference.TransformerBlock, params, x, None, 2), signs={"dropout-in-eval": lambda g: dropped})
 
 
 def branch_parameters(params, branch):

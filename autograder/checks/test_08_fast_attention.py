@@ -16,7 +16,7 @@ def tensor(rng, *shape):
 
 # ------------------------------------------------------------------------ repeat_kv
 
-def repeat_mutants(x, n_rep):
+def repeat_mutants(repeat_kv, x, n_rep):
     found = [Variant.of("kv-repeat-order", "the heads come out tiled (head j holds key/value head j % h_kv: 0 1 0 1 "
                         "...) instead of each repeated in a row (head j holds head j // n_rep: 0 0 1 1 ...)",
                         order="tile") if x.shape[1] > 1 and n_rep > 1 else None]
@@ -24,7 +24,7 @@ def repeat_mutants(x, n_rep):
         found += [Variant.of("kv-repeat-wrong-axis", f"the repetition runs along the {what} axis (dim {axis}) instead "
                              "of the head axis (dim 1)", axis=axis) for axis, what in ((0, "batch"), (2, "time"),
                                                                                        (3, "feature"))]
-    return Fingerprints(lambda **kw: fingerprints.repeat_heads(x, n_rep, **kw), found, depth=1)
+    return Fingerprints(lambda **kw: fingerprints.repeat_heads(repeat_kv, x, n_rep, **kw), found, depth=1)
 
 
 @exercise("repeat_kv", points=2)
@@ -34,18 +34,18 @@ def test_repeat_kv_matches_reference(student, reference, rng):
         x = tensor(rng, b, h_kv, t, d_k)
         expect_tensor(student.repeat_kv(x, n_rep), reference.repeat_kv(x, n_rep),
                       call=f"repeat_kv(x, {n_rep}) with x of shape {(b, h_kv, t, d_k)}",
-                      mutants=repeat_mutants(x, n_rep))
+                      mutants=repeat_mutants(reference.repeat_kv, x, n_rep))
 
 
 @exercise("repeat_kv", points=1)
-def test_repeat_kv_head_j_reads_head_j_div_n_rep(student, rng):
+def test_repeat_kv_head_j_reads_head_j_div_n_rep(student, reference, rng):
     """head j of repeat_kv(x, n_rep) is key/value head j // n_rep"""
     h_kv, n_rep, t = int(rng.integers(2, 5)), int(rng.integers(2, 4)), int(rng.integers(2, 6))
     x = torch.arange(float(h_kv)).view(1, h_kv, 1, 1).expand(2, h_kv, t, 2).contiguous()   # head i holds i
     got = student.repeat_kv(x, n_rep)
     expected = (torch.arange(h_kv * n_rep) // n_rep).float().view(1, -1, 1, 1).expand(2, h_kv * n_rep, t, 2)
     expect_tensor(got, expected, call=f"repeat_kv(x, {n_rep}) with x of shape {(2, h_kv, t, 2)} whose head i "
-                  "holds the number i", mutants=repeat_mutants(x, n_rep))
+                  "holds the number i", mutants=repeat_mutants(reference.repeat_kv, x, n_rep))
 
 
 # ------------------------------------------------------------------------ CausalSelfAttention
@@ -185,7 +185,7 @@ def check_at_once(student, reference, rng, b, t, d_model, h, h_kv):
     out, cache = unpack(module(x), call)
     expected, expected_cache = ref_run(reference, p, h, h_kv, x)
     expect_tensor(out, expected, call=call, mutants=Fingerprints(
-        lambda **kw: fingerprints.causal_step(p, x.double(), h=h, h_kv=h_kv, **kw)[0], run_variants(h, h_kv, d_model, False),
+        lambda **kw: fingerprints.causal_step(reference.CausalSelfAttention, p, x.double(), h=h, h_kv=h_kv, **kw)[0], run_variants(h, h_kv, d_model, False),
         depth=2))
     return module, p, x, cache, expected_cache, call
 
@@ -210,7 +210,7 @@ def test_cache_returned(student, reference, rng):
     for b, t, d_model, h, h_kv in [(2, 5, 24, 4, 2), (1, 3, 8, 2, 2)]:
         _, p, x, cache, expected_cache, call = check_at_once(student, reference, rng, b, t, d_model, h, h_kv)
         expect_cache(cache, expected_cache, call, fingerprints=Fingerprints(
-            lambda p=p, x=x, h=h, h_kv=h_kv, **kw: fingerprints.causal_step(p, x.double(), h=h, h_kv=h_kv, **kw)[1],
+            lambda p=p, x=x, h=h, h_kv=h_kv, **kw: fingerprints.causal_step(reference.CausalSelfAttention, p, x.double(), h=h, h_kv=h_kv, **kw)[1],
             cache_variants(h, h_kv, False), depth=1))
     # with a cache given: it must come back with the new keys and values appended
     module, p = build(student, rng, 24, 4, 2)
@@ -221,7 +221,7 @@ def test_cache_returned(student, reference, rng):
     _, got_cache = unpack(module(x[:, 4:], past), call)
     _, expected_cache = ref_run(reference, p, 4, 2, x[:, 4:], past)
     expect_cache(got_cache, expected_cache, call, fingerprints=Fingerprints(
-        lambda **kw: fingerprints.causal_step(p, x[:, 4:].double(), tuple(c.double() for c in past), h=4, h_kv=2, **kw)[1],
+        lambda **kw: fingerprints.causal_step(reference.CausalSelfAttention, p, x[:, 4:].double(), tuple(c.double() for c in past), h=4, h_kv=2, **kw)[1],
         cache_variants(4, 2, True), depth=1))
 
 
@@ -248,7 +248,7 @@ def check_pieces(student, reference, rng, chunks, b, d_model, h, h_kv, what):
         raise Mismatch(f"{call}: the outputs of the pieces have shapes {[tuple(o.shape) for o in outputs]}; expected "
                        f"(B, piece length, d_model)", mistake="wrong-shape") from None
     expect_tensor(got, expected, call=call + ", outputs concatenated", mutants=Fingerprints(
-        lambda **kw: fingerprints.causal_chunks(p, x.double(), chunks, h=h, h_kv=h_kv, **kw)[0],
+        lambda **kw: fingerprints.causal_chunks(reference.CausalSelfAttention, p, x.double(), chunks, h=h, h_kv=h_kv, **kw)[0],
         run_variants(h, h_kv, d_model, True, chunks), depth=2))
 
 
@@ -280,5 +280,5 @@ def test_new_tokens_after_given_cache(student, reference, rng):
         past64 = tuple(c.double() for c in past32)
         expected, _ = ref_run(reference, p, h, h_kv, x[:, past_len:], past64)
         expect_tensor(out, expected, call=call, mutants=Fingerprints(
-            lambda **kw: fingerprints.causal_step(p, x[:, past_len:].double(), past64, h=h, h_kv=h_kv, **kw)[0],
+            lambda **kw: fingerprints.causal_step(reference.CausalSelfAttention, p, x[:, past_len:].double(), past64, h=h, h_kv=h_kv, **kw)[0],
             [v for v in run_variants(h, h_kv, d_model, True) if v.mistake != "cache-not-appended"], depth=2))

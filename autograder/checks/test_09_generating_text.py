@@ -38,8 +38,8 @@ def expect_error(call_thunk, call: str, why: str, kind: str = "ValueError"):
 
 # ------------------------------------------------------------------------ apply_rope
 
-def rope_mutants(x, positions, base=10000.0):
-    return Fingerprints(lambda **kw: fingerprints.rope(x, positions, base, **kw), [
+def rope_mutants(apply_rope, x, positions, base=10000.0):
+    return Fingerprints(lambda **kw: fingerprints.rope(apply_rope, x, positions, base, **kw), [
         Variant.of("rope-interleaved", "features are paired (2i, 2i + 1), the GPT-J layout, instead of "
                    "(i, i + d/2)", layout="interleaved"),
         Variant.of("rope-wrong-frequency", "pair i turns by base^(-i/d) instead of base^(-2i/d)", freq="i"),
@@ -59,7 +59,7 @@ def check_rope(student, reference, x, positions, base=None, what=""):
     got = student.apply_rope(*args)
     expected = reference.apply_rope(x.double(), positions, *(() if base is None else (base,)))
     expect_tensor(got, expected, call=call,
-                  mutants=rope_mutants(x, positions, 10000.0 if base is None else base))
+                  mutants=rope_mutants(reference.apply_rope, x, positions, 10000.0 if base is None else base))
     return got
 
 
@@ -112,7 +112,7 @@ def test_rope_odd_size_raises(student, reference, rng):
 
 # ------------------------------------------------------------------------ next_token_probs
 
-def probs_mutants(logits, temperature, top_k, top_p):
+def probs_mutants(next_token_probs, logits, temperature, top_k, top_p):
     found = [
         Variant.of("temperature-after-softmax", "the probabilities are divided by the temperature after the "
                    "softmax (which the renormalisation then undoes), instead of the logits before it",
@@ -129,7 +129,7 @@ def probs_mutants(logits, temperature, top_k, top_p):
             Variant.of("top-k-ties-dropped", "exactly k tokens are kept (torch.topk's indices), so tokens that tie "
                        "with the k-th largest logit are removed", top_k_ties="drop"),
             Variant.of(None, "top-k is applied to the probabilities after the softmax", top_k_on="probs")]
-    return Fingerprints(lambda **kw: fingerprints.sample_probs(logits, temperature, top_k, top_p, **kw), found, depth=2)
+    return Fingerprints(lambda **kw: fingerprints.sample_probs(next_token_probs, logits, temperature, top_k, top_p, **kw), found, depth=2)
 
 
 def describe_knobs(temperature, top_k, top_p):
@@ -144,7 +144,7 @@ def check_probs(student, reference, logits, temperature=1.0, top_k=None, top_p=N
     call = f"next_token_probs(logits{', ' + knobs if knobs else ''}) with logits of shape {tuple(logits.shape)}{what}"
     got = student.next_token_probs(logits, temperature, top_k, top_p)
     expected = reference.next_token_probs(logits.double(), temperature, top_k, top_p)
-    expect_tensor(got, expected, call=call, mutants=probs_mutants(logits, temperature, top_k, top_p))
+    expect_tensor(got, expected, call=call, mutants=probs_mutants(reference.next_token_probs, logits, temperature, top_k, top_p))
     if exact:
         removed = expected == 0
         if bool((got[removed] != 0).any()):
@@ -285,9 +285,10 @@ class Run:
                       ("stale", None, "each new token is given with the prompt's cache instead of the cache the "
                        "previous call returned"))
 
-    def __init__(self, student, rng, *, b=3, t0=None, new=None, temperature=0.0, top_k=None, top_p=None,
+    def __init__(self, student, reference, rng, *, b=3, t0=None, new=None, temperature=0.0, top_k=None, top_p=None,
                  sampled=False, training=True, cache_term=False, grad_term=False):
         self.student, self.sampled, self.training = student, sampled, training
+        self.generate = reference.generate          # what the fingerprints run, changed
         self.cache_term, self.grad_term = cache_term, grad_term
         self.vocab = int(rng.integers(7, 12))
         t0 = int(rng.integers(2, 5)) if t0 is None else t0
@@ -320,7 +321,7 @@ class Run:
             self.error = err
 
     def expected(self, **switches):
-        return fingerprints.decode_tokens(self.model, subjects.MODEL_NAME, self.prompt, self.new, seed=self.draw_seed,
+        return fingerprints.decode_tokens(self.generate, self.model, subjects.MODEL_NAME, self.prompt, self.new, seed=self.draw_seed,
                                           **self.options, **switches)
 
     def probs_problem(self, reference):
@@ -328,7 +329,7 @@ class Run:
         the logits this generation meets (normalised as torch.multinomial reads them); else None."""
         if not self.options["temperature"] or reference is None:
             return None
-        logits = fingerprints.decode_logits(self.model, subjects.MODEL_NAME, self.prompt, self.new,
+        logits = fingerprints.decode_logits(self.generate, self.model, subjects.MODEL_NAME, self.prompt, self.new,
                                             seed=self.draw_seed, **self.options)          # (new, B, V)
         knobs = (self.options["temperature"], self.options["top_k"], self.options["top_p"])
         from autograder.grading.student import ExerciseUnavailable
@@ -343,7 +344,7 @@ class Run:
                 got = got / got.sum(-1, keepdim=True)
             expect_tensor(got, reference.next_token_probs(logits.double(), *knobs),
                           call=f"next_token_probs on the logits this generation meets, shape {tuple(logits.shape)}",
-                          mutants=probs_mutants(logits, *knobs))
+                          mutants=probs_mutants(reference.next_token_probs, logits, *knobs))
         except Mismatch as err:
             return err
         return None
@@ -447,17 +448,17 @@ class Run:
 
 
 @exercise("generate", points=2)
-def test_generate_greedy_tokens(student, rng):
+def test_generate_greedy_tokens(student, reference, rng):
     """greedy generate (temperature 0) gives the reference tokens, the prompt first"""
     for b in (1, 3):
-        Run(student, rng, b=b, temperature=0).check_tokens()
+        Run(student, reference, rng, b=b, temperature=0).check_tokens()
 
 
 @exercise("generate", points=1)
 def test_generate_sampled_tokens(student, reference, rng):
     """sampling with a seeded generator gives the reference tokens (temperature, top_k, top_p)"""
-    Run(student, rng, b=4, temperature=0.8, sampled=True).check_tokens(reference)
-    Run(student, rng, b=3, temperature=1.3, top_k=5, top_p=0.9, sampled=True).check_tokens(reference)
+    Run(student, reference, rng, b=4, temperature=0.8, sampled=True).check_tokens(reference)
+    Run(student, reference, rng, b=3, temperature=1.3, top_k=5, top_p=0.9, sampled=True).check_tokens(reference)
 
 
 @exercise("generate", points=2)
@@ -465,7 +466,7 @@ def test_generate_uses_the_cache(student, reference, rng):
     """the model is called once with the prompt, then with one token (B, 1) at a time and the cache"""
     # judged by the tokens, on a model whose logits depend on the cache each call is given
     for b, new, temperature in ((2, 6, 1.0), (3, 4, 0.0)):
-        Run(student, rng, b=b, new=new, temperature=temperature, sampled=temperature > 0,
+        Run(student, reference, rng, b=b, new=new, temperature=temperature, sampled=temperature > 0,
             cache_term=True).check_tokens(reference)
 
 
@@ -474,6 +475,6 @@ def test_generate_eval_no_grad_restores_mode(student, reference, rng):
     """generate runs in eval mode without gradients and leaves the training flag as it found it"""
     # judged by the tokens, on a model whose logits depend on the training flag and on gradients,
     # and by what the model answers after generate returned
-    runs = [Run(student, rng, b=2, temperature=temperature, sampled=temperature > 0, training=training,
+    runs = [Run(student, reference, rng, b=2, temperature=temperature, sampled=temperature > 0, training=training,
                 grad_term=True) for training, temperature in ((True, 1.0), (False, 0.0))]
     all_of(*[check for run in runs for check in (lambda r=run: r.check_tokens(reference), run.check_flag_restored)])

@@ -26,7 +26,7 @@ from autograder.grading.parameters import (Params, expect_parameters, fingerprin
 
 __all__ = ["exercise", "expect_array", "expect_attention", "Mismatch", "attention_mutants",
            "blocked_rows", "describe_shape", "Fingerprints", "Variant", "scale_variants", "mask_variants",
-           "call_attention", "all_of", "MASK_MISTAKES", "load_lenient", "module_extras", "ALWAYS_CAUSAL",
+           "call_attention", "all_of", "causal_pattern", "padding_pattern", "MASK_MISTAKES", "load_lenient", "module_extras", "ALWAYS_CAUSAL",
            "module_output", "fingerprint_params", "layout_deviations",
            "reversed_shape_error", "expect_computes", "expect_varies", "expect_module_computes", "projections_unused"]
 
@@ -91,12 +91,13 @@ def mask_variants(mask, *, module: bool = False) -> list[Variant]:
     return found
 
 
-def attention_mutants(q, k, v, mask=None, *, which: str) -> Fingerprints:
-    """The fingerprints of scaled_dot_product_attention; which = "output" or "weights"."""
+def attention_mutants(attention, q, k, v, mask=None, *, which: str) -> Fingerprints:
+    """The fingerprints of scaled_dot_product_attention (`attention`, the reference's); which = "output"
+    or "weights"."""
     pick = 0 if which == "output" else 1
 
     def run(**kw):
-        return fingerprints.np_attention(q, k, v, mask, **kw)[pick]
+        return fingerprints.np_attention(attention, q, k, v, mask, **kw)[pick]
 
     found = scale_variants(q.shape[-1], [("d_v", v.shape[-1])]) + [
         Variant.of("softmax-wrong-axis", "the softmax normalises over the queries (axis -2), not the keys", axis=-2),
@@ -107,6 +108,16 @@ def attention_mutants(q, k, v, mask=None, *, which: str) -> Fingerprints:
         found.append(Variant.of("batched-transpose", f"`k.T` turns keys of shape {k.shape} into {k.T.shape} "
                                 "instead of swapping the last two axes", transpose="T"))
     return Fingerprints(run, found + mask_variants(mask))
+
+
+def causal_pattern(n):
+    """A causal mask to give as input, (n, n) bool, True where key j <= query i."""
+    return np.tril(np.ones((n, n), dtype=bool))
+
+
+def padding_pattern(lengths, max_len):
+    """A key-padding mask to give as input, (batch, 1, max_len) bool, True where key j < lengths[b]."""
+    return (np.arange(max_len)[None, :] < np.asarray(lengths)[:, None])[:, None, :]
 
 
 def blocked_rows(mask, scores_shape):
@@ -140,8 +151,8 @@ MASK_MISTAKES = frozenset({"mask-inverted", "mask-after-softmax", "masked-row-na
                            "mask-int-invert", "mask-misbroadcast", "padding-wrong-axis"})
 
 
-def expect_attention(got, q, k, v, mask, expected, *, call: str, about=None) -> None:
-    """Check an (output, weights) pair from scaled_dot_product_attention."""
+def expect_attention(got, q, k, v, mask, expected, *, attention, call: str, about=None) -> None:
+    """Check an (output, weights) pair from scaled_dot_product_attention; `attention` is the reference's."""
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         what = type(got).__name__ if not isinstance(got, (tuple, list)) else f"{len(got)} values"
         raise Mismatch(f"{call} returned {what}; expected a pair (output, weights)", mistake="wrong-type")
@@ -151,9 +162,9 @@ def expect_attention(got, q, k, v, mask, expected, *, call: str, about=None) -> 
         raise Mismatch(f"{call} returned (weights, output); expected (output, weights)", mistake="wrong-shape")
     rows = blocked_rows(mask, exp_w.shape)
     expect_array(got[1], exp_w, call=f"the weights from {call}", inputs=(q, k, v),
-                 mutants=attention_mutants(q, k, v, mask, which="weights"), blocked=rows, about=about)
+                 mutants=attention_mutants(attention, q, k, v, mask, which="weights"), blocked=rows, about=about)
     expect_array(got[0], exp_out, call=f"the output of {call}", inputs=(q, k, v),
-                 mutants=attention_mutants(q, k, v, mask, which="output"), blocked=rows, about=about)
+                 mutants=attention_mutants(attention, q, k, v, mask, which="output"), blocked=rows, about=about)
 
 
 # ----------------------------------------------------------------------------- PyTorch helpers

@@ -1,184 +1,133 @@
-"""Fingerprints of lessons 01-06: attention in NumPy and PyTorch, with one switch per mistake."""
+"""Fingerprints of lessons 01, 02 and 04 (NumPy): each is the reference softmax, attention, mask or
+worked_example function, passed in by the check, run with one change."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-# --------------------------------------------------------------------------- NumPy (lessons 01-02)
+from autograder.diagnose.fingerprints.surgery import Proxy, with_globals
 
 
-def np_softmax(x, axis=-1, *, stable=True):
-    """stable: True (subtract each slice's max), False (softmax-unstable) or "global"
-    (softmax-global-max: one max for the whole array). axis=None normalises over every element."""
-    x = np.asarray(x, dtype=np.result_type(x, np.float32))
+def _max_variant(stable):
+    """What the reference softmax's `np.max` reads as: nothing subtracted (softmax-unstable) or the
+    whole array's maximum (softmax-global-max)."""
+    if stable is False:
+        return lambda a, axis=None, keepdims=False: 0
+    return lambda a, axis=None, keepdims=False: np.max(a)
+
+
+def np_softmax(softmax, x, axis=-1, *, stable=True):
+    """The reference softmax over `axis` (None: over every element, as np.max and np.sum read it).
+    stable=False: its `np.max` reads 0, so no maximum is subtracted before exp() (softmax-unstable);
+    "global": its `np.max` is the whole array's, not each slice's (softmax-global-max)."""
+    if stable is not True:
+        softmax = with_globals(softmax, np=Proxy(np, max=_max_variant(stable)))
     with np.errstate(all="ignore"):
-        z = x - (x.max() if stable == "global" or axis is None else x.max(axis=axis, keepdims=True)) \
-            if stable else x
-        e = np.exp(z)
-        return e / e.sum(axis=axis, keepdims=axis is not None)
+        return softmax(x, axis=axis)
 
 
-def _scale(scores, d_k, how, d_other=None):
-    return {
-        "sqrt": lambda: scores / np.sqrt(d_k),
-        "none": lambda: scores,
-        "dk": lambda: scores / d_k,
-        "mul": lambda: scores * np.sqrt(d_k),
-        "other": lambda: scores / np.sqrt(d_other),   # sqrt of the wrong size (d_v, d_model)
-    }[how]()
+# q is multiplied by this, so that the reference's division by sqrt(d_k) gives the mistaken scale
+_Q_FACTOR = {"none": lambda d_k, d_other: math.sqrt(d_k),           # missing-scale: nothing divided
+             "dk": lambda d_k, d_other: 1 / math.sqrt(d_k),          # divided by d_k
+             "mul": lambda d_k, d_other: d_k,                        # multiplied by sqrt(d_k)
+             "other": lambda d_k, d_other: math.sqrt(d_k / d_other)}  # divided by sqrt(d_v), sqrt(d_model)
 
 
-def np_attention(q, k, v, mask=None, *, scale="sqrt", d_other=None, axis=-1, stable=True,
-                 mask_mode="before", fill="-inf", blocked_rows="zero", invert=False,
-                 transpose="swap", int_invert=False):
-    """Attention with switches. Returns (output, weights).
+def np_attention(attention, q, k, v, mask=None, *, scale="sqrt", d_other=None, axis=-1, stable=True,
+                 mask_mode="before", fill="-inf", blocked_rows="zero", invert=False, transpose="swap",
+                 int_invert=False):
+    """The reference attention (output, weights) with the mistakes switched on:
 
-    mask_mode: "before" (correct) or "after" (weights * mask, not renormalised)
-    fill: "-inf" (with blocked_rows="zero" correct; "nan" leaves NaN) or "-1e9" (leaks)
-    transpose: "swap" (correct) or "T" (batched-transpose: `k.T` reverses every axis)
-    int_invert: `~mask` on the mask as given (mask-int-invert: ~1 == -2 and ~0 == -1, both true)
+    scale: the reference on q * sqrt(d_k) ("none"), q / sqrt(d_k) ("dk"), q * d_k ("mul"), or
+        q * sqrt(d_k / d_other) ("other": divided by the sqrt of another size).
+    transpose="T": the reference on keys that its swap of the last two axes turns into `k.T`.
+    invert / int_invert: the reference with `~mask` / with the mask `~` makes of a 0/1 int mask read as
+        booleans (mask-inverted, mask-int-invert).
+    axis, stable: the reference attention calling a softmax over another axis, or without / with a
+        global maximum (np_softmax); over another axis fully blocked rows stay -inf, as a student's
+        softmax over the queries sees them.
+    mask_mode="after": the reference without the mask, its softmax's output multiplied by the mask.
+    fill="-1e9": the reference without the mask, its softmax reading the blocked scores as -1e9.
+    blocked_rows="nan": the reference answer, but the rows whose keys are all blocked keep what the
+        softmax gave them (NaN over the keys; over another axis, 0 or NaN) instead of zeros.
     """
+    reference_softmax = attention.__globals__["softmax"]
+    # without a division by np.sqrt (a float64 scalar) a student's float32 scores stay float32, and
+    # float32 is where an unstable softmax overflows
+    dtype = np.result_type(q, k) if scale in ("none", "dk") else None
+    if scale != "sqrt":
+        q = q * _Q_FACTOR[scale](q.shape[-1], d_other)
+    if transpose == "T":
+        k = np.swapaxes(k.T, -1, -2)
+    allowed = None
+    if mask is not None:
+        allowed = ~(~np.asarray(mask)).astype(bool) if int_invert else np.asarray(mask).astype(bool)
+        allowed = ~allowed if invert else allowed
+    outside = mask is not None and (mask_mode == "after" or fill == "-1e9")   # masked around the softmax
+    switched_axis, seen = axis, {}
+
+    def softmax(s, axis=-1):   # what the reference's softmax(scores, axis=-1) becomes
+        if outside and fill == "-1e9":
+            s = np.where(allowed, s, -1e9)
+        elif allowed is not None and not outside and switched_axis != -1:
+            s = np.where(np.broadcast_to(allowed, s.shape).any(-1, keepdims=True), s, -np.inf)
+        s = s if dtype is None else s.astype(dtype, copy=False)
+        w = seen["w"] = np_softmax(reference_softmax, s, axis=switched_axis, stable=stable)
+        return w * allowed if outside and mask_mode == "after" else w
+
     with np.errstate(all="ignore"):
-        kt = k.T if transpose == "T" else np.swapaxes(k, -1, -2)
-        scores = _scale(q @ kt, q.shape[-1], scale, d_other)
-        if mask is None:
-            weights = np_softmax(scores, axis, stable=stable)
-        else:
-            allowed = np.asarray(mask).astype(bool)
-            if int_invert:   # the student's blocked = ~mask, read as booleans
-                allowed = ~(~np.asarray(mask)).astype(bool)
-            if invert:
-                allowed = ~allowed
-            allowed = np.broadcast_to(allowed, scores.shape)
-            if mask_mode == "after":
-                weights = np_softmax(scores, axis, stable=stable) * allowed
-            elif fill == "-1e9":
-                weights = np_softmax(np.where(allowed, scores, -1e9), axis, stable=stable)
-            else:
-                weights = np_softmax(np.where(allowed, scores, -np.inf), axis, stable=stable)
-                if blocked_rows == "zero":
-                    weights = np.where(allowed.any(axis=-1, keepdims=True), weights, 0.0)
-        return weights @ v, weights
+        output, weights = with_globals(attention, softmax=softmax)(q, k, v, None if outside else allowed)
+        if allowed is not None and not outside and blocked_rows == "nan":
+            # the blocked rows keep what the softmax gave them (all -inf: NaN over the keys); their
+            # output is NaN where such a weight is NaN and 0 otherwise, as `weights @ v` makes it
+            has_key = np.broadcast_to(allowed, weights.shape).any(-1, keepdims=True)
+            unguarded = seen["w"] if switched_axis != -1 else np.nan
+            weights = np.where(has_key, weights, unguarded)
+            output = np.where(has_key, output, np.where(np.isnan(weights).any(-1, keepdims=True), np.nan, 0.0))
+    return output, weights
 
 
-def causal(n, *, offset=0, upper=False):
-    """tril with diagonal offset (0 correct, -1 blocks the diagonal, +1 leaks) or triu."""
-    ones = np.ones((n, n), dtype=bool)
-    return np.triu(ones, -offset) if upper else np.tril(ones, offset)
+def causal(causal_mask, n, *, offset=0, upper=False):
+    """The reference causal mask shifted by `offset` (-1: the diagonal blocked, +1: one future key
+    let through), read from the reference mask one size larger; upper: the reference mask transposed."""
+    if upper:
+        return causal_mask(n).T
+    if offset == 0:
+        return causal_mask(n)
+    bigger = causal_mask(n + 1)
+    return bigger[1:, :-1] if offset == 1 else bigger[:-1, 1:]
 
 
-def padding(lengths, max_len, *, on_queries=False):
-    lengths = np.asarray(lengths)
-    keep = np.arange(max_len)[None, :] < lengths[:, None]   # (batch, max_len)
-    return keep[:, :, None] if on_queries else keep[:, None, :]
+def padding(padding_mask, lengths, max_len, *, on_queries=False):
+    """The reference padding mask, (batch, 1, max_len); on_queries: its last two axes swapped
+    (padding-wrong-axis: the padded queries are blocked instead of the padded keys)."""
+    mask = padding_mask(lengths, max_len)
+    return np.swapaxes(mask, -1, -2) if on_queries else mask
 
 
-# --------------------------------------------------------------------------- PyTorch (lessons 03-06)
+def worked_example(example, key, *, transposed=False, scale="sqrt", axis=-1):
+    """Lesson 04: the reference worked_example()[key] (`example`, reading the setup cell's X, W_Q1, ...
+    and D_K as globals) with those globals changed:
 
-
-def torch_attention(q, k, v, mask=None, *, scale="sqrt", d_other=None, invert=False,
-                    fill="-inf", mask_mode="before", dropout=None, blocked_rows="zero", transpose="swap",
-                    axis=-1):
-    """Batched attention on tensors (..., L, d): returns (output, weights) in q's dtype.
-    axis: the softmax's dim (-1 correct; 1 is what nn.Softmax() with no dim picks for a 4-D input,
-    0 for a 3-D one: softmax-wrong-axis)."""
-    import torch
-    d_k = q.shape[-1]
-    # transpose="T": batched-transpose, `k.T` reverses every axis
-    scores = q @ (k.permute(*reversed(range(k.dim()))) if transpose == "T" else k.transpose(-2, -1))
-    scores = {"sqrt": scores / math.sqrt(d_k), "none": scores, "dk": scores / d_k,
-              "mul": scores * math.sqrt(d_k), "other": scores / math.sqrt(d_other or d_k)}[scale]
-    if mask is None:
-        weights = torch.softmax(scores, dim=axis)
-    else:
-        allowed = torch.as_tensor(mask).bool()
-        if invert:
-            allowed = ~allowed
-        allowed = allowed.expand_as(scores)
-        if mask_mode == "after":
-            weights = torch.softmax(scores, dim=axis) * allowed
-        elif fill == "-1e9":
-            weights = torch.softmax(scores.masked_fill(~allowed, -1e9), dim=axis)
-        else:
-            weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=axis)
-            if blocked_rows == "zero" and axis != -1:   # over another axis, NaN wherever all are blocked
-                weights = torch.nan_to_num(weights, nan=0.0)
-            elif blocked_rows == "zero":   # "nan": masked-row-nan
-                weights = torch.where(allowed.any(-1, keepdim=True), weights, torch.zeros_like(weights))
-    if dropout is not None:
-        weights = dropout(weights)
-    return weights @ v, weights
-
-
-def linear(x, p, name):
-    return x @ p[f"{name}.weight"].T + p[f"{name}.bias"]
-
-
-def split(x, h, *, mixed=False):
-    B, T, D = x.shape
-    if mixed:   # heads-mixed: reshape straight to (B, h, T, d_k)
-        return x.reshape(B, h, T, D // h)
-    return x.reshape(B, T, h, D // h).transpose(1, 2)
-
-
-def merge(x, *, mixed=False):
-    B, h, T, d = x.shape
-    if mixed:
-        return x.reshape(B, T, h * d)
-    return x.transpose(1, 2).reshape(B, T, h * d)
-
-
-def torch_mha(p, query, key, value, mask=None, *, h, names=("w_q", "w_k", "w_v", "w_o"),
-              heads_mixed=False, k_from="k", v_from="v", out_proj=True, scale="sqrt",
-              invert=False, fill="-inf", mask_mode="before", first_head_only=False,
-              mask_misbroadcast=False, k_in="key", v_in="value", blocked_rows="zero", d_other=None,
-              extra=None, axis=-1):
-    """Multi-head attention from a parameter dict `p` (float64 tensors), with switches.
-
-    names: the four projection names (lesson 06 uses q_project, ...).
-    k_from / v_from: "k"/"v" (correct) or "q" (kv-reuse-query-projection).
-    k_in / v_in: "key"/"value" (correct) or "query" (kv-from-query-input).
-    blocked_rows: "zero" (correct) or "nan" (masked-row-nan).
-    mask_misbroadcast: a (B, 1, Lq, Lk) mask loses its head axis, so the (B, Lq, Lk) left
-        broadcasts as (1, B, Lq, Lk): head i reads sequence i's mask (mask-misbroadcast; B == h only).
-    heads_mixed: True (split and merge both reshape without the transpose), "merge" (the split is
-        right, the merge reshapes (B, h, T, d_k) straight to (B, T, d_model)) or "split" (the split
-        reshapes (B, T, d_model) straight to (B, h, T, d_k), the merge is right): heads-mixed.
-    extra: a deviation the catalogue has no id for, seen in published code, so that the catalogued
-        mistakes beside it are still named: "relu" (ReLU after every projection, the output one
-        included), "residual_ln" (the module returns LayerNorm(output + query), LayerNorm's
-        default affine parameters) or "causal" (a causal mask is always applied, as a `tril` buffer).
+    transposed: every W matrix transposed (weights-transposed: X @ W.T).
+    scale: D_K read as 1 ("none": nothing divided), D_K ** 2 ("dk": divided by d_k) or 1 / D_K ("mul").
+    axis=-2 (weights and heads only): the reference run with X the identity and the queries and keys
+        swapped gives the softmax of the transposed scores over each row, which transposed back is the
+        softmax over each column. The reference has no softmax of its own to call (it is nested in
+        worked_example), so the head is those weights @ V here: the one product this computes itself.
     """
-    wq, wk, wv, wo = names
-    pick = {"q": wq, "k": wk, "v": wv}
-    import torch
-    act = torch.relu if extra == "relu" else (lambda t: t)
-    q = act(linear(query, p, wq))                              # (B, Lq, D)
-    inputs = {"query": query, "key": key, "value": value}
-    k = act(linear(inputs[k_in], p, pick[k_from]))              # (B, Lk, D)
-    v = act(linear(inputs[v_in], p, pick[v_from]))              # (B, Lk, D)
-    D = q.shape[-1]
-    qh, kh, vh = (split(t, h, mixed=heads_mixed in (True, "split")) for t in (q, k, v))   # (B, h, L, d_k)
-    m = None
-    if extra == "causal":   # a causal mask always applied (a `tril` buffer), whatever mask is given
-        m = torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).tril()
-        m = m if mask is None else m & torch.as_tensor(mask).bool()
-    elif mask is not None:
-        m = torch.as_tensor(mask).bool()
-    if m is not None:
-        if mask_misbroadcast:
-            if m.dim() != 4 or m.shape[1] != 1 or m.shape[0] != h or h == 1:
-                raise ValueError("mask-misbroadcast needs a (B, 1, Lq, Lk) mask with B == h > 1")
-            m = m[:, 0]                                        # (B, Lq, Lk) -> seen as (1, B, Lq, Lk)
-    heads, _ = torch_attention(qh, kh, vh, m, scale=scale, d_other=d_other or D, invert=invert,
-                               fill=fill, mask_mode=mask_mode, axis=axis,
-                               blocked_rows=blocked_rows)              # (B, h, Lq, d_k)
-    if first_head_only:
-        heads = heads.clone()
-        heads[:, 1:] = 0
-    concat = merge(heads, mixed=heads_mixed in (True, "merge"))   # (B, Lq, D)
-    out = act(linear(concat, p, wo)) if out_proj else concat
-    if extra == "residual_ln":
-        out = torch.nn.functional.layer_norm(out + query, (D,))
-    return out
+    g = example.__globals__
+    h = key[-1]
+    changed = {"D_K": {"sqrt": g["D_K"], "none": 1, "dk": g["D_K"] ** 2, "mul": 1 / g["D_K"]}[scale]}
+    if transposed:
+        changed.update({f"{n}{i}": g[f"{n}{i}"].T for i in "12" for n in ("W_Q", "W_K", "W_V")})
+    run = with_globals(example, **changed)
+    if axis == -1 or not key.startswith(("weights", "head")):
+        return run()[key]
+    plain = run()                                   # Q, K, V as the other mistakes leave them
+    q, k, v = (plain[f"{n}{h}"] for n in "QKV")
+    swapped = with_globals(run, X=np.eye(q.shape[0]), **{f"{n}{i}": w for i in "12" for n, w in
+                                                         (("W_Q", k), ("W_K", q), ("W_V", v))})()
+    weights = swapped[f"weights{h}"].T
+    return weights if key.startswith("weights") else weights @ v

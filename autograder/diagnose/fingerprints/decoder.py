@@ -1,172 +1,200 @@
-"""Fingerprints of lessons 07-08: positional encoding, the pre-norm block, repeat_kv, the KV cache."""
+"""Fingerprints of lessons 07-08: the reference positional_encoding, TransformerBlock, repeat_kv and
+CausalSelfAttention, passed in by the check, run with one change."""
 from __future__ import annotations
 
-import math
+from autograder.diagnose.fingerprints.attention import _Q_FACTOR
+from autograder.diagnose.fingerprints.surgery import Proxy, built, with_globals
 
-import numpy as np
+# --------------------------------------------------------------------------- lesson 07
 
-from autograder.diagnose.fingerprints.attention import _scale, linear, merge, split  # noqa: F401
+# freq: the pair exponents' numerators (the reference's arange(0, d_model, 2), "2i") for the even
+# (sine) features and for the odd (cosine) ones
+_FREQ = {"2i": ((0, 2), (0, 2)), "i": ((0, 1), (0, 1)), "inverse": ((0, -2), (0, -2)),
+         "feature": ((0, 2), (1, 2)), "2feature": ((0, 4), (2, 4))}
 
 
-# --------------------------------------------------------------------------- lessons 07-08 (PyTorch)
+def positional(encoding, seq_len, d_model, *, swap=False, freq="2i", layout="interleaved"):
+    """The reference positional_encoding(seq_len, d_model) (`encoding`) with switches.
 
-
-def positional(seq_len, d_model, *, swap=False, freq="2i", layout="interleaved"):
-    """The sinusoidal encoding (float64, (seq_len, d_model)) with switches.
-
-    swap: cosine on the even features and sine on the odd ones (pe-sin-cos-swapped).
-    freq: "2i" (correct: feature pair i uses 10000^(2i/d_model)); "i" (exponent i/d_model),
-        "feature" (exponent j/d_model with j the feature index, so odd features get their own
-        frequency), "inverse" (p * 10000^(2i/d_model)), "2feature" (exponent 2j/d_model with j the
-        feature index: 4i/d_model and (4i + 2)/d_model): all pe-wrong-frequency.
-    layout: "interleaved" (correct: sin on 2i, cos on 2i + 1) or "concat" (the d/2 sines first, then
-        the d/2 cosines: pe-concatenated).
+    swap: its torch.sin and torch.cos exchanged (pe-sin-cos-swapped).
+    freq: its pair exponents 2i (from `torch.arange(0, d_model, 2)`) read as i ("i"), -2i ("inverse":
+        p multiplied by 10000^(2i/d_model)), or, for the odd features, from a second run whose exponents
+        are 2i + 1 ("feature": j / d_model for feature j) or 4i, 4i + 2 ("2feature"): pe-wrong-frequency.
+    layout="concat": its columns permuted, the sines first, then the cosines (pe-concatenated).
     """
     import torch
-    pos = torch.arange(seq_len, dtype=torch.float64)[:, None]           # (T, 1)
-    i = torch.arange(d_model // 2, dtype=torch.float64)[None, :]        # (1, d/2): pair index
-    expo = {"2i": 2 * i, "i": i, "feature": 2 * i, "inverse": -2 * i, "2feature": 4 * i}[freq] / d_model
-    even = pos / 10000 ** expo                                          # (T, d/2)
-    odd = {"feature": lambda: pos / 10000 ** ((2 * i + 1) / d_model),
-           "2feature": lambda: pos / 10000 ** ((4 * i + 2) / d_model)}.get(freq, lambda: even)()
-    first, second = (torch.cos, torch.sin) if swap else (torch.sin, torch.cos)
-    pe = torch.zeros(seq_len, d_model, dtype=torch.float64)
+
+    def run(start, step):
+        def arange(*args, **kwargs):
+            if len(args) == 3 and args[2] == 2:        # the pair exponents' numerators 0, 2, 4, ...
+                return torch.arange(start, start + step * (args[1] // 2), step, **kwargs)[: args[1] // 2]
+            return torch.arange(*args, **kwargs)
+        sin, cos = (torch.cos, torch.sin) if swap else (torch.sin, torch.cos)
+        return with_globals(encoding, torch=Proxy(torch, arange=arange, sin=sin, cos=cos))(seq_len, d_model)
+
+    even, odd = _FREQ[freq]
+    pe = run(*even)
+    if odd != even:
+        pe[:, 1::2] = run(*odd)[:, 1::2]
     if layout == "concat":
-        pe[:, :d_model // 2], pe[:, d_model // 2:] = first(even), second(odd)
-    else:
-        pe[:, 0::2], pe[:, 1::2] = first(even), second(odd)
+        pe = torch.cat([pe[:, 0::2], pe[:, 1::2]], dim=1)
     return pe
 
 
-def _attend(q, k, v, allowed=None, *, scale="sqrt", d_other=None, blocked="nan"):
-    """softmax(q k^T / sqrt(d_k)) v with a bool mask (True = attend). Fully blocked rows give NaN
-    (blocked="nan"), as nn.MultiheadAttention does under no_grad, or zero weights (blocked="zero"),
-    as its scaled_dot_product_attention path does otherwise."""
-    import torch
-    d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1)                                    # (B, h, Lq, Lk)
-    scores = {"sqrt": scores / math.sqrt(d_k), "none": scores, "dk": scores / d_k,
-              "mul": scores * math.sqrt(d_k), "other": scores / math.sqrt(d_other or d_k)}[scale]
-    if allowed is None:
-        return torch.softmax(scores, dim=-1) @ v
-    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-    if blocked == "zero":
-        weights = torch.nan_to_num(weights, nan=0.0)
-    return weights @ v
+def torch_block(block_cls, p, x, mask=None, *, h, residual="both", norm="pre", invert=False,
+                mask_misbroadcast=False, blocked="nan"):
+    """The reference TransformerBlock(d_model, h, d_ff, 0.0) (`block_cls`) with the parameters `p`
+    (float64) on x, with switches.
 
-
-def torch_block(p, x, mask=None, *, h, residual="both", norm="pre", invert=False, mask_misbroadcast=False,
-                blocked="nan"):
-    """Lesson 07's pre-norm TransformerBlock from a parameter dict (float64), with switches.
-
-    residual: "both" (correct), "attn" (only the attention branch is added, the feed-forward output
-        replaces x), "ff" (the reverse), "none": missing-residual.
-    norm: "pre" (correct) or "post" (x = norm1(x + attn(x)); x = norm2(x + ff(x))): post-norm.
-    invert: the course mask passed to torch unconverted, so True blocks (mask-inverted).
-    mask_misbroadcast: the (B, T, T) mask folded for torch's (B * h, T, T) attn_mask with
-        `.repeat(h, 1, 1)` instead of `.repeat_interleave(h, dim=0)` (differs only when B > 1).
-    blocked: what a fully blocked query row gives ("nan" or "zero" weights; see _attend).
+    invert: the reference with ~mask (the course's mask reaching attn_mask unconverted: mask-inverted).
+    mask_misbroadcast: the (B * h, T, T) attn_mask the reference gives nn.MultiheadAttention with its
+        rows in tile order (row b * h + i reads sequence (b * h + i) % B's mask), as `.repeat(h, 1, 1)`
+        makes it; differs only when B > 1.
+    blocked: "zero": a fully blocked query row gets zero weights, as nn.MultiheadAttention's general
+        path (taken here: gradients on) gives them; "nan": that answer NaN on the tokens one of whose heads
+        reads no key, as a softmax over -inf alone gives it (and the fast path, under torch.no_grad() with
+        an even number of heads).
+    residual ("attn", "ff", "none": missing-residual) and norm="post" (post-norm): the reference's own
+        sublayers (attn, with the attn_mask its forward builds, ff, norm1, norm2) composed in the
+        mistaken order, the sums of the residual connections written out here.
     """
     import torch
-    import torch.nn.functional as F
     B, T, D = x.shape
-    allowed = None
-    if mask is not None:
-        allowed = torch.as_tensor(mask).bool().expand(B, T, T)
-        if invert:
-            allowed = ~allowed
-        if mask_misbroadcast:
-            if B == 1:
-                raise ValueError("mask-misbroadcast changes nothing with one sequence")
-            allowed = allowed.repeat(h, 1, 1).view(B, h, T, T)          # folded row b*h + i reads mask (b*h + i) % B
-        else:
-            allowed = allowed[:, None]                                  # (B, 1, T, T)
+    mask = None if mask is None else (~torch.as_tensor(mask).bool() if invert else mask)
+    if mask_misbroadcast and mask is not None and B == 1:
+        raise ValueError("mask-misbroadcast changes nothing with one sequence")
+    seen = {}
 
-    def attn(y):
-        w_q, w_k, w_v = p["attn.in_proj_weight"].chunk(3)
-        b_q, b_k, b_v = p["attn.in_proj_bias"].chunk(3)
-        q, k, v = (split(y @ w.T + b, h) for w, b in ((w_q, b_q), (w_k, b_k), (w_v, b_v)))   # (B, h, T, d_k)
-        return linear(merge(_attend(q, k, v, allowed, blocked=blocked)), p, "attn.out_proj")   # (B, T, D)
+    def attn_mask(_, args, kwargs):
+        if "attn_mask" in seen:          # the sublayer composed again below: the mask as first changed
+            return None
+        m = kwargs.get("attn_mask")
+        if m is not None and mask_misbroadcast:   # row r reads the reference's row (r % B) * h
+            m = m[(torch.arange(B * h) % B) * h]
+        seen["attn_mask"] = kwargs["attn_mask"] = m
+        return args, kwargs
+    with built(block_cls, (D, h, p["ff.0.weight"].shape[0], 0.0), p) as module, torch.enable_grad():
+        hook = module.attn.register_forward_pre_hook(attn_mask, with_kwargs=True)
+        try:
+            out = module(x, mask)
+            if residual != "both" or norm != "pre":
+                def attn(y):
+                    return module.attn(y, y, y, attn_mask=seen["attn_mask"], need_weights=False)[0]
+                if norm == "post":
+                    x = module.norm1(x + attn(x))
+                    out = module.norm2(x + module.ff(x))
+                else:
+                    a = attn(module.norm1(x))
+                    x = x + a if residual == "attn" else a
+                    f = module.ff(module.norm2(x))
+                    out = x + f if residual == "ff" else f
+        finally:
+            hook.remove()
+    out = out.detach()
+    if blocked == "nan" and seen["attn_mask"] is not None:   # tokens one of whose heads reads no key
+        out = out.masked_fill(seen["attn_mask"].view(B, h, T, -1).all(-1).any(1)[..., None], float("nan"))
+    return out
 
-    def ff(y):
-        return linear(torch.relu(linear(y, p, "ff.0")), p, "ff.2")
 
-    def ln(y, name):
-        return F.layer_norm(y, (D,), p[f"{name}.weight"], p[f"{name}.bias"])
-
-    if norm == "post":
-        x = ln(x + attn(x), "norm1")
-        return ln(x + ff(x), "norm2")
-    a = attn(ln(x, "norm1"))
-    x = x + a if residual in ("both", "attn") else a
-    f = ff(ln(x, "norm2"))
-    return x + f if residual in ("both", "ff") else f
+# --------------------------------------------------------------------------- lesson 08
 
 
-def repeat_heads(x, n_rep, *, order="interleave", axis=1):
-    """(B, h_kv, T, d) -> (B, h_kv * n_rep, T, d); order "tile" is kv-repeat-order (x.repeat);
-    axis other than 1: each row repeated along the batch (0), time (2) or feature (3) axis instead of
-    the head axis (kv-repeat-wrong-axis)."""
+def repeat_heads(repeat_kv, x, n_rep, *, order="interleave", axis=1):
+    """The reference repeat_kv(x, n_rep) (`repeat_kv`); order="tile": its heads permuted so that head j
+    holds key/value head j % h_kv (kv-repeat-order, x.repeat); axis other than 1: applied with that axis
+    in the head axis's place, so the batch (0), time (2) or feature (3) axis is repeated (kv-repeat-wrong-axis)."""
+    import torch
     if axis != 1:
-        return x.repeat_interleave(n_rep, dim=axis)
-    return x.repeat_interleave(n_rep, dim=1) if order == "interleave" else x.repeat(1, n_rep, 1, 1)
+        return repeat_kv(x.transpose(1, axis), n_rep).transpose(1, axis)
+    out = repeat_kv(x, n_rep)
+    if order == "tile":
+        h_kv = x.shape[1]
+        j = torch.arange(h_kv * n_rep)
+        out = out[:, (j % h_kv) * n_rep + j // h_kv]
+    return out
 
 
-def causal_step(p, x, cache=None, *, h, h_kv, order="interleave", offset="past", append="yes",
+_CAUSAL = {"tril": lambda t, k: t.tril(k), "diag": lambda t, k: t.tril(k - 1), "next": lambda t, k: t.tril(k + 1),
+           "upper": lambda t, k: t.triu(k), "none": lambda t, k: t}
+
+
+class _Ones:
+    """What the reference's `torch.ones(T, T_past + T)` becomes: its `.tril(T_past)` is the mistaken mask."""
+
+    def __init__(self, ones, tril):
+        self._ones, self._tril = ones, tril
+
+    def tril(self, past):
+        return self._tril(self._ones, past)
+
+
+def causal_step(attn_cls, p, x, cache=None, *, h, h_kv, order="interleave", offset="past", append="yes",
                 scale="sqrt", heads_mixed=False, causal="tril", cache_order="old-new", store="kv", d_other=None):
-    """One call of lesson 08's CausalSelfAttention from a parameter dict: (output, returned cache).
+    """One call of the reference CausalSelfAttention(d_model, h, h_kv) (`attn_cls`) with the parameters `p`
+    (float64): (output, returned cache), with switches.
 
-    offset: "past" (correct: new query i sees keys j <= T_past + i); "ignore" (the (T, T_past + T)
-        mask is tril without the offset, as `is_causal=True` with a cache does); "none" (no mask at
-        all once a cache is given); "whisper" (one new token reads every key, which is right, but
-        several new tokens get the top-left corner of the causal mask, tril without the offset, as
-        Whisper's `mask[:n_ctx, :n_ctx]` does): all cache-causal-offset.
-    append: "yes" (correct: the cache returned holds past + new keys/values); "old" (the cache
-        given is returned, or the new keys when there was none); "new" (only the new keys/values);
-        "none" (None): cache-not-appended.
-    causal: "tril" (correct), "diag" (the diagonal blocked), "next" (one future key let through),
-        "upper" (upper-triangular): causal-off-by-one / causal-transposed; "none" (no causal mask at
-        all): causal-mask-missing.
-    cache_order: "old-new" (correct) or "new-old" (the new keys concatenated before the cached ones,
-        used so and returned so): cache-order-reversed.
-    store: "kv" (correct: the cache holds the num_kv_heads keys/values) or "repeated" (the keys and
-        values are repeated to num_heads first, and the cache holds those; the outputs are right):
-        cache-stores-repeated.
+    order="tile": its repeat_kv replaced by repeat_heads(..., order="tile") (kv-repeat-order).
+    scale, d_other: w_q scaled so that the reference's division leaves the mistaken scale.
+    heads_mixed: its projections' outputs arranged so that its view + transpose splits them as a view
+        alone would, and w_o reading the merged heads as a reshape without the transpose would merge them.
+    causal ("diag", "next", "upper", "none": causal-off-by-one, causal-transposed, causal-mask-missing) and
+        offset ("ignore": tril without the T_past offset, "none": no mask once a cache is given, "whisper":
+        no offset for several new tokens): its `torch.ones(T, T_all).tril(T_past)` changed.
+    cache_order="new-old": its torch.cat given [new, cached] (cache-order-reversed).
+    append ("old", "new", "none": cache-not-appended): the cache it returns replaced by the one given
+        (or the new keys without one), the new keys and values alone, or None.
+    store="repeated": the reference with h key/value heads whose projections are the h_kv ones repeated
+        (cache-stores-repeated: the outputs are right, the cache holds h heads); checks offer it alone.
     """
     import torch
     B, T, D = x.shape
-    d_k = D // h
-    q = split(linear(x, p, "w_q"), h, mixed=heads_mixed)               # (B, h, T, d_k)
-    k = split(linear(x, p, "w_k"), h_kv, mixed=heads_mixed)            # (B, h_kv, T, d_k)
-    v = split(linear(x, p, "w_v"), h_kv, mixed=heads_mixed)
-    n_rep = h // h_kv
-    if store == "repeated":
-        k, v = repeat_heads(k, n_rep, order=order), repeat_heads(v, n_rep, order=order)
-        order, n_rep = "interleave", 1
-    new = (k, v)
-    if cache is not None:
-        pair = (lambda old, n: [n, old]) if cache_order == "new-old" else (lambda old, n: [old, n])
-        k, v = torch.cat(pair(cache[0], k), dim=2), torch.cat(pair(cache[1], v), dim=2)   # (B, h_kv, T_all, d_k)
-    T_all = k.shape[2]
-    past = {"past": T_all - T, "ignore": 0, "none": T_all if cache is not None else 0,
-            "whisper": T_all - T if T == 1 else 0}[offset]
-    ones = torch.ones(T, T_all, dtype=torch.bool)
-    allowed = {"tril": ones.tril(past), "diag": ones.tril(past - 1), "next": ones.tril(past + 1),
-               "upper": ones.triu(past), "none": ones}[causal]
-    out = _attend(q, repeat_heads(k, n_rep, order=order), repeat_heads(v, n_rep, order=order), allowed,
-                  scale=scale, d_other=d_other or D)                    # (B, h, T, d_k)
-    out = linear(merge(out, mixed=heads_mixed), p, "w_o")               # (B, T, D)
-    returned = {"yes": (k, v), "old": cache if cache is not None else new, "new": new, "none": None}[append]
+    p = dict(p)
+    if store == "repeated":            # w_k, w_v rows of kv head j // n_rep (or j % h_kv) for head j
+        d_k, n_rep = D // h, h // h_kv
+        j = torch.arange(h)
+        heads = (j % h_kv) if order == "tile" else j // n_rep
+        rows = (heads[:, None] * d_k + torch.arange(d_k)).reshape(-1)
+        p.update({f"{n}.{t}": p[f"{n}.{t}"][rows] for n in ("w_k", "w_v") for t in ("weight", "bias")})
+        h_kv, order = h, "interleave"
+    if scale != "sqrt":
+        c = _Q_FACTOR[scale](D // h, d_other or D)
+        p.update({f"w_q.{t}": p[f"w_q.{t}"] * c for t in ("weight", "bias")})
+    new = {}
+
+    def cat(tensors, dim):
+        new.setdefault("k" if "k" not in new else "v", tensors[1])
+        return torch.cat(tensors[::-1] if cache_order == "new-old" else tensors, dim=dim)
+
+    def ones(t, t_all, **kwargs):
+        past = {"past": t_all - t, "ignore": 0, "none": t_all if cache is not None else 0,
+                "whisper": t_all - t if t == 1 else 0}[offset]
+        return _Ones(torch.ones(t, t_all, **kwargs), lambda m, _: _CAUSAL[causal](m, past))
+
+    repeat_kv = attn_cls.forward.__globals__["repeat_kv"]
+    names = {"torch": Proxy(torch, cat=cat, ones=ones)}
+    if order == "tile":
+        names["repeat_kv"] = lambda t, n_rep: repeat_heads(repeat_kv, t, n_rep, order="tile")
+    with built(attn_cls, (D, h, h_kv), p, **names) as module, torch.no_grad():
+        if heads_mixed:
+            for name, n_heads in (("w_q", h), ("w_k", h_kv), ("w_v", h_kv)):
+                inner = getattr(module, name)
+                setattr(module, name, lambda y, inner=inner, n=n_heads: inner(y).reshape(
+                    B, n, T, -1).transpose(1, 2).reshape(B, T, -1))
+            w_o = module.w_o
+            module.w_o = lambda c: w_o(c.view(B, T, h, -1).transpose(1, 2).reshape(B, T, D))
+        out, returned = module(x, cache)
+    fresh = (new["k"], new["v"]) if new else returned
+    returned = {"yes": returned, "old": cache if cache is not None else fresh, "new": fresh, "none": None}[append]
     return out, returned
 
 
-def causal_chunks(p, x, chunks, cache=None, **switches):
-    """Run causal_step over x (B, T, D) in chunks of the given sizes, threading the cache each
-    call returns (as the student's module would). Returns (outputs concatenated, last cache)."""
+def causal_chunks(attn_cls, p, x, chunks, cache=None, **switches):
+    """causal_step over x (B, T, D) in chunks of the given sizes, threading the cache each call returns
+    (as the student's module would). Returns (outputs concatenated, last cache)."""
     import torch
     outs, start = [], 0
     for n in chunks:
-        out, cache = causal_step(p, x[:, start:start + n], cache, **switches)
+        out, cache = causal_step(attn_cls, p, x[:, start:start + n], cache, **switches)
         outs.append(out)
         start += n
     return torch.cat(outs, dim=1), cache

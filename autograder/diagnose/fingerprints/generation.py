@@ -1,91 +1,95 @@
-"""Fingerprints of lesson 09: RoPE, the sampling distribution, generation."""
+"""Fingerprints of lesson 09: the reference apply_rope, next_token_probs and generate, passed in by the
+check, run with one change."""
 from __future__ import annotations
 
+import contextlib
 import math
 
-import numpy as np
+from autograder.diagnose.fingerprints.surgery import Proxy, with_globals
 
-# --------------------------------------------------------------------------- lesson 09 (PyTorch)
+# freq: the base that makes the reference's base ** (-2i / d) the mistaken frequency
+_ROPE_BASE = {"2i": lambda b: b, "i": math.sqrt, "4i": lambda b: b * b, "inverse": lambda b: 1 / b}
 
 
-def rope(x, positions, base=10000.0, *, layout="half", freq="2i", positions_used=True, direction=1):
-    """Lesson 09's rotary position embedding in float64, with switches.
+def rope(apply_rope, x, positions, base=10000.0, *, layout="half", freq="2i", positions_used=True, direction=1):
+    """The reference apply_rope (`apply_rope`) in float64, with switches.
 
-    layout: "half" (correct: pairs (i, i + d/2), GPT-NeoX / Hugging Face Llama) or "interleaved"
-        (pairs (2i, 2i + 1), GPT-J): rope-interleaved.
-    freq: "2i" (correct: theta_i = base^(-2i/d)); "i" (base^(-i/d)), "4i" (base^(-2i/(d/2)):
-        arange(0, d, 2) divided by d/2), "inverse" (base^(+2i/d)): rope-wrong-frequency.
-    positions_used: False rotates the rows by 0..T-1 whatever `positions` says: rope-positions-ignored.
-    direction: -1 rotates the other way (the sin terms' signs swapped; no catalogue id).
+    layout="interleaved": the reference applied to the features reordered so that its pairs (i, i + d/2)
+        are the pairs (2i, 2i + 1), and put back (the GPT-J layout: rope-interleaved).
+    freq: the reference with the base sqrt(base) ("i": base^(-i/d)), base ** 2 ("4i": base^(-2i/(d/2)))
+        or 1 / base ("inverse": base^(+2i/d)): rope-wrong-frequency.
+    positions_used=False: the reference given 0..T-1 whatever `positions` says (rope-positions-ignored).
+    direction=-1: the reference given the positions negated, so the rotation goes the other way (no catalogue id).
     """
     import torch
     x = torch.as_tensor(x).double()
-    d = x.shape[-1]
-    half = d // 2
-    i = torch.arange(half, dtype=torch.float64)
-    expo = {"2i": 2 * i / d, "i": i / d, "4i": 2 * i / half, "inverse": -2 * i / d}[freq]
-    pos = torch.as_tensor(positions).double() if positions_used else torch.arange(x.shape[-2], dtype=torch.float64)
-    angles = pos[:, None] * base ** (-expo)[None, :]                    # (T, d/2)
-    cos, sin = angles.cos(), direction * angles.sin()
+    pos = torch.as_tensor(positions) if positions_used else torch.arange(x.shape[-2])
+    pos = pos if direction == 1 else -pos
     if layout == "interleaved":
-        a, b = x[..., 0::2], x[..., 1::2]
-        out = torch.empty_like(x)
-        out[..., 0::2], out[..., 1::2] = a * cos - b * sin, b * cos + a * sin
-        return out
-    a, b = x[..., :half], x[..., half:]
-    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
+        half = x.shape[-1] // 2
+        out = apply_rope(torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1), pos, _ROPE_BASE[freq](base))
+        return torch.stack([out[..., :half], out[..., half:]], dim=-1).flatten(-2)
+    return apply_rope(x, pos, _ROPE_BASE[freq](base))
 
 
-def sample_probs(logits, temperature=1.0, top_k=None, top_p=None, *, temperature_on="logits", top_p_rule="before",
-                 renormalise=True, top_k_ties="keep", top_k_on="logits", top_p_order="index"):
-    """Lesson 09's next_token_probs in float64, with switches.
+def sample_probs(next_token_probs, logits, temperature=1.0, top_k=None, top_p=None, *, temperature_on="logits",
+                 top_p_rule="before", renormalise=True, top_k_ties="keep", top_k_on="logits", top_p_order="index"):
+    """The reference next_token_probs (`next_token_probs`) in float64, with switches.
 
-    temperature_on: "logits" (correct) or "probs" (the probabilities divided by the temperature after
-        the softmax): temperature-after-softmax.
-    top_p_rule: "before" (correct: keep while the total before the token is < top_p) or "inclusive"
-        (keep while the running total including the token is < top_p, so the crossing token is
-        dropped): top-p-drops-threshold-token.
-    renormalise: False leaves the kept probabilities as they are: not-renormalised.
-    top_k_ties: "keep" (correct) or "drop" (exactly k tokens, by torch.topk's indices): top-k-ties-dropped.
-    top_k_on: "logits" (correct) or "probs" (the tokens outside the top k zeroed after the softmax;
-        the same answer unless renormalise is False).
-    top_p_order: "index" (correct: equal probabilities, lower index first) or "reversed" (an ascending
-        sort, as Hugging Face's warper does: equal probabilities, higher index first): top-p-tie-order.
+    temperature_on="probs": the reference with temperature 1, its torch.softmax's output divided by the
+        temperature (temperature-after-softmax).
+    top_k_on="probs": the reference without top_k, its softmax's output zeroed outside the top k (the same
+        answer unless renormalise is False).
+    top_k_ties="drop": the top k are torch.topk's k indices (top-k-ties-dropped): the reference without
+        top_k, on logits that are -inf outside those indices (or, with top_k_on="probs", its softmax's
+        output zeroed there).
+    top_p_order="reversed": the reference's torch.sort breaking ties higher index first (top-p-tie-order).
+    top_p_rule="inclusive": the reference's torch.cumsum counting each token's own probability, so a token
+        is kept while the total including it is below top_p; where the most probable token alone reaches
+        top_p nothing is kept (the reference always keeps that one, so those rows are set to 0 here, NaN
+        once renormalised): top-p-drops-threshold-token.
+    renormalise=False: the reference's answer, its kept tokens holding the softmax's probabilities as they
+        were before the division by their sum (not-renormalised).
     """
     import torch
     logits = torch.as_tensor(logits).double()
-    V = logits.shape[-1]
-    z = logits / temperature if temperature_on == "logits" else logits.clone()
     keep_k = None
-    if top_k is not None:
-        k = min(int(top_k), V)
-        if top_k_ties == "keep":
-            keep_k = z >= torch.topk(z, k, dim=-1).values[..., -1:]
+    if top_k is not None and (top_k_ties == "drop" or top_k_on == "probs"):
+        k = min(int(top_k), logits.shape[-1])
+        scaled = logits / temperature if temperature_on == "logits" else logits
+        if top_k_ties == "drop":
+            keep_k = torch.zeros_like(scaled, dtype=torch.bool).scatter(-1, torch.topk(scaled, k, dim=-1).indices, True)
         else:
-            keep_k = torch.zeros_like(z, dtype=torch.bool).scatter(-1, torch.topk(z, k, dim=-1).indices, True)
+            keep_k = scaled >= torch.topk(scaled, k, dim=-1).values[..., -1:]
         if top_k_on == "logits":
-            z = z.masked_fill(~keep_k, float("-inf"))
-    probs = torch.softmax(z, dim=-1)
-    if temperature_on == "probs":
-        probs = probs / temperature
-    if top_k is not None and top_k_on == "probs":
-        probs = probs.masked_fill(~keep_k, 0.0)
-    if top_p is not None:
+            logits = logits.masked_fill(~keep_k, float("-inf"))
+        top_k = None
+    seen = {}
+
+    def softmax(z, dim=-1):
+        probs = torch.softmax(z, dim=dim)
+        probs = probs / temperature if temperature_on == "probs" else probs
+        probs = probs.masked_fill(~keep_k, 0.0) if keep_k is not None and top_k_on == "probs" else probs
+        seen["probs"] = probs
+        return probs
+
+    def sort(p, dim=-1, descending=False, stable=False):
         if top_p_order == "index":
-            sorted_p, order = torch.sort(probs, dim=-1, descending=True, stable=True)
-        else:
-            flipped = probs.flip(-1)
-            sorted_p, order = torch.sort(flipped, dim=-1, descending=True, stable=True)
-            order = V - 1 - order
-        total = torch.cumsum(sorted_p, dim=-1)
-        keep_sorted = (total - sorted_p < top_p) if top_p_rule == "before" else (total < top_p)
-        if top_p_rule == "before":
-            keep_sorted[..., 0] = True
-        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
-        probs = probs.masked_fill(~keep, 0.0)
-    if renormalise:
-        probs = probs / probs.sum(dim=-1, keepdim=True)
-    return probs
+            return torch.sort(p, dim=dim, descending=descending, stable=stable)
+        values, order = torch.sort(p.flip(-1), dim=dim, descending=descending, stable=stable)
+        return values, p.shape[-1] - 1 - order
+
+    def cumsum(p, dim=-1):
+        return torch.cumsum(p, dim=dim) + (p if top_p_rule == "inclusive" else 0)
+
+    reference = with_globals(next_token_probs, torch=Proxy(torch, softmax=softmax, sort=sort, cumsum=cumsum))
+    out = reference(logits, 1.0 if temperature_on == "probs" else temperature, top_k, top_p)
+    if not renormalise:
+        out = seen["probs"].masked_fill(~(out > 0), 0.0)
+    if top_p is not None and top_p_rule == "inclusive":
+        nothing = seen["probs"].max(-1, keepdim=True).values >= top_p
+        out = out.masked_fill(nothing, 0.0 if not renormalise else float("nan"))
+    return out
 
 
 def _course_model(model_source, model_name):
@@ -96,76 +100,98 @@ def _course_model(model_source, model_name):
     return scope[model_name]
 
 
-def _decode(model_source, model_name, prompt, max_new_tokens, temperature, top_k, top_p, seed, cache, sampling,
-            eval_mode, grad):
+class _Model:
+    """The course model as the reference generate is given it: the calls it makes passed on as a
+    mistaken generate would make them (cache), its eval() ignored (eval_mode=False), and the logits
+    each new token is chosen from kept."""
+
+    def __init__(self, model, cache, eval_mode):
+        self.model, self.cache, self.eval_mode = model, cache, eval_mode
+        self.seen, self.first, self.chosen_from = None, None, []
+
+    @property
+    def training(self):
+        return self.model.training
+
+    def eval(self):
+        if self.eval_mode:
+            self.model.eval()
+        return self
+
+    def train(self, mode=True):
+        self.model.train(mode)
+        return self
+
+    def __call__(self, idx, cache=None):
+        import torch
+        self.seen = idx if self.seen is None else torch.cat([self.seen, idx], dim=1)   # every token so far
+        if cache is not None and self.cache != "yes":
+            idx, cache = {"recompute": (self.seen, None), "whole": (self.seen, cache), "dropped": (idx, None),
+                          "stale": (idx, self.first)}[self.cache]
+        logits, state = self.model(idx, cache=cache)
+        self.first = state if self.first is None else self.first
+        self.chosen_from.append(logits[:, -1, :].detach())
+        return logits, state
+
+
+def _decode(generate, model_source, model_name, prompt, max_new_tokens, temperature, top_k, top_p, seed, cache,
+            sampling, eval_mode, grad):
     """(tokens (B, T0 + max_new_tokens), the last logits each new token was chosen from (max_new_tokens, B, V))."""
-    import contextlib
     import torch
     model = _course_model(model_source, model_name)
-    model.train(not eval_mode)
+    if not eval_mode:
+        model.train(True)
+    names = {}
+    if grad:      # the reference's torch.no_grad() does nothing
+        names["torch"] = Proxy(torch, no_grad=contextlib.nullcontext)
+    if sampling:  # its next_token_probs with the mistakes of sample_probs
+        reference_probs = generate.__globals__["next_token_probs"]
+        names["next_token_probs"] = lambda logits, *knobs: sample_probs(reference_probs, logits, *knobs,
+                                                                        **dict(sampling)).float()
+    if names:
+        generate = with_globals(generate, **names)
+    seen = _Model(model, cache, eval_mode)
     generator = None if seed is None else torch.Generator().manual_seed(seed)
-    prompt = torch.as_tensor(prompt).long()
-    tokens, chosen_from = [prompt], []
-    with contextlib.nullcontext() if grad else torch.no_grad():
-        logits, state = model(prompt, cache=None)
-        first = state
-        for step in range(max_new_tokens):
-            last = logits[:, -1, :].detach()
-            chosen_from.append(last)
-            if temperature == 0:
-                token = last.argmax(dim=-1, keepdim=True)
-            else:
-                probs = sample_probs(last.double(), temperature, top_k, top_p, **dict(sampling or ()))
-                token = torch.multinomial(probs.float(), 1, generator=generator)
-            tokens.append(token)
-            if step + 1 < max_new_tokens:
-                if cache == "yes":
-                    logits, state = model(token, cache=state)
-                elif cache == "recompute":
-                    logits, state = model(torch.cat(tokens, dim=1), cache=None)
-                elif cache == "whole":
-                    logits, state = model(torch.cat(tokens, dim=1), cache=state)
-                elif cache == "stale":
-                    logits, state = model(token, cache=first)
-                else:
-                    logits, state = model(token, cache=None)
-    return torch.cat(tokens, dim=1), torch.stack(chosen_from)
+    tokens = generate(seen, torch.as_tensor(prompt).long(), max_new_tokens, temperature, top_k, top_p,
+                      generator=generator)
+    return tokens, torch.stack(seen.chosen_from)
 
 
-def decode_tokens(model_source, model_name, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
-                  seed=None, *, cache="yes", sampling=None, eval_mode=True, grad=False):
-    """Lesson 09's generate on a course model built from source (checks/generation_subjects.py), with
-    switches. Returns the (B, T0 + max_new_tokens) token ids.
+def decode_tokens(generate, model_source, model_name, prompt, max_new_tokens, temperature=1.0, top_k=None,
+                  top_p=None, seed=None, *, cache="yes", sampling=None, eval_mode=True, grad=False):
+    """The reference generate (`generate`) on a course model built from source (checks/generation_subjects.py),
+    with switches. Returns the (B, T0 + max_new_tokens) token ids.
 
-    cache: "yes" (correct: the prompt once, then each new token with the cache it returned last);
-        "recompute" (the whole sequence at every step, no cache); "whole" (the whole sequence at
-        every step, with the cache); "dropped" (each new token alone without the cache, so the
-        model forgets the text before it): cache-not-used. "stale" (each new token with the
-        prompt's cache, never the newer one): no catalogue id. On a model without `cache_term`,
-        "recompute" gives the right tokens.
-    sampling: sample_probs switches as ((name, value), ...) (the mistakes of next_token_probs, seen through generate).
-    eval_mode: False runs the model in the training mode it was built in (generate-train-mode).
-    grad: True runs without torch.no_grad() (generate-grad-enabled; seen on a model with `grad_term`).
+    cache: "yes" (the reference's calls as they are); the model given to the reference calls the course
+        model with the whole sequence and no cache ("recompute"), the whole sequence with the cache
+        ("whole"), each new token without the cache ("dropped"): cache-not-used; or each new token with
+        the prompt's cache ("stale": no catalogue id). On a model without `cache_term`, "recompute" gives
+        the right tokens.
+    sampling: sample_probs switches as ((name, value), ...): the reference's next_token_probs replaced by
+        sample_probs with them (the mistakes of next_token_probs, seen through generate).
+    eval_mode=False: the model, in training mode, ignores the reference's model.eval() (generate-train-mode).
+    grad=True: the reference's torch.no_grad() does nothing (generate-grad-enabled; seen on a model with
+        `grad_term`).
     seed: the torch.Generator's seed for the draws (None with temperature 0).
     """
-    return _decode(model_source, model_name, prompt, max_new_tokens, temperature, top_k, top_p, seed, cache,
-                   sampling, eval_mode, grad)[0]
+    return _decode(generate, model_source, model_name, prompt, max_new_tokens, temperature, top_k, top_p, seed,
+                   cache, sampling, eval_mode, grad)[0]
 
 
-def decode_logits(model_source, model_name, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
-                  seed=None):
-    """The last logits a correct generate chooses each new token from: (max_new_tokens, B, V), float32
+def decode_logits(generate, model_source, model_name, prompt, max_new_tokens, temperature=1.0, top_k=None,
+                  top_p=None, seed=None):
+    """The last logits the reference generate chooses each new token from: (max_new_tokens, B, V), float32
     as the course model gives them. next_token_probs is asked about these when generate's tokens
     differ (is the cause in next_token_probs, which generate calls?)."""
-    return _decode(model_source, model_name, prompt, max_new_tokens, temperature, top_k, top_p, seed, "yes", None,
-                   True, False)[1]
+    return _decode(generate, model_source, model_name, prompt, max_new_tokens, temperature, top_k, top_p, seed,
+                   "yes", None, True, False)[1]
 
 
 def model_logits(model_source, model_name, idx, *, training=False, grad=True):
     """The course model's logits for `idx` (no cache) in the given mode: what the model answers after
     generate has returned, when it left the training flag as `training` (train-flag-not-restored
-    when that is not the flag it found) and gradients enabled as `grad`."""
-    import contextlib
+    when that is not the flag it found) and gradients enabled as `grad`. It runs the course model
+    alone (the check's subject), no reference."""
     import torch
     model = _course_model(model_source, model_name)
     model.train(training)
