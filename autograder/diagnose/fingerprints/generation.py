@@ -3,6 +3,7 @@ check, run with one change."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 
 from autograder.diagnose.fingerprints.surgery import Proxy, with_globals
@@ -92,11 +93,17 @@ def sample_probs(next_token_probs, logits, temperature=1.0, top_k=None, top_p=No
     return out
 
 
+@functools.lru_cache(maxsize=16)
+def _compiled(model_source):
+    """The course model's code, compiled once per source (the grader writes a handful of them;
+    compiling anew for every expected run was ~12 ms of a student's grading)."""
+    return compile(model_source, "<course model>", "exec")
+
+
 def _course_model(model_source, model_name):
     import torch
     scope = {}
-    exec(compile(model_source, "<course model>", "exec"), {"torch": torch, "nn": torch.nn, "math": math,
-                                                          "__name__": "course_model"}, scope)
+    exec(_compiled(model_source), {"torch": torch, "nn": torch.nn, "math": math, "__name__": "course_model"}, scope)
     return scope[model_name]
 
 
