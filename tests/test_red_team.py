@@ -1487,3 +1487,21 @@ def test_generate_without_the_cache_cannot_forge_the_models_call_log(tmp_path):
     cells = {"generate": NO_CACHE_FORGED_LOG, "next_token_probs": _solution_cell(lesson, "next_token_probs")}
     cache = [t for t in _graded(lesson, cells, tmp_path / "cheat", "generate") if "the cache" in t["name"]]
     assert cache and sum(t["score"] for t in cache) == 0, [(t["name"], t["score"]) for t in cache]
+
+
+# ================================================================== class files written in a thread
+
+def test_a_class_run_that_cannot_write_grades_csv_fails_with_parallel_jobs_too(tmp_path):
+    """[R][U][D] With --jobs >= 2, grades.csv and class-report.html are written in a thread while
+    the jobs end. A write that fails there (here: OUT/grades.csv is a folder) must fail the run as
+    it does with --jobs 1, not print a traceback and exit 0 with no grades.csv."""
+    from autograder.classroom.runner import grade_many
+    from autograder.course import SOLUTIONS
+    lesson = "01_scaled_dot_product_attention"
+    students = {name: {lesson: SOLUTIONS / f"{lesson}.ipynb"} for name in ("alice", "bob")}
+    for jobs in (1, 2):
+        out = tmp_path / f"out-{jobs}"   # a fresh folder: no student's results are taken from a previous run
+        (out / "grades.csv").mkdir(parents=True)
+        with pytest.raises(OSError):
+            grade_many(students, jobs=jobs, out_dir=out, show=lambda *_: None)
+        assert (out / "grades.csv").is_dir()

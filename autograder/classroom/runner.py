@@ -137,6 +137,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
 
     layers: list[str] = []
     class_files = None          # the thread writing grades.csv and the report (parallel jobs)
+    class_files_failed: list[BaseException] = []   # what it raised: raised here, as with one job
 
     def finish(student, result, sandbox_layers):
         if not layers:
@@ -185,7 +186,8 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
                     finish(*future.result())
                 if out_dir is not None:   # drawn while the jobs and their workers end (~1 s each)
                     class_files = threading.Thread(target=_write_class_files, name="class-report",
-                                                   args=(out_dir, {s: results[s] for s in students}, show))
+                                                   args=(out_dir, {s: results[s] for s in students}, show,
+                                                         class_files_failed))
                     class_files.start()
         finally:
             for proc, control in prelaunched:
@@ -198,6 +200,8 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
     ordered = {s: results[s] for s in students}
     if class_files is not None:
         class_files.join()
+        if class_files_failed:
+            raise class_files_failed[0]
     elif out_dir is not None:
         _write_class_files(out_dir, ordered, show)
     if progress:
@@ -209,8 +213,17 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
     return ordered
 
 
-def _write_class_files(out_dir: Path, ordered: dict[str, dict], show) -> None:
-    write_atomic(out_dir / "grades.csv", grades_csv(ordered))
+def _write_class_files(out_dir: Path, ordered: dict[str, dict], show, failed: list | None = None) -> None:
+    """grades.csv, then the class report. In a thread (`failed` given), what the grades.csv write
+    raises is kept in `failed` for the caller to raise: a thread's exception would only be printed,
+    and the run would end with status 0 and no grades.csv."""
+    try:
+        write_atomic(out_dir / "grades.csv", grades_csv(ordered))
+    except BaseException as exc:
+        if failed is None:
+            raise
+        failed.append(exc)
+        return
     try:   # the grades are written already; a report that fails must not lose them
         from autograder.report.class_report import write_class_report   # matplotlib is imported only here
         write_class_report(out_dir, ordered)
