@@ -170,3 +170,84 @@ def test_slow_demos_define_nothing_the_graded_code_uses(lesson, monkeypatch):
     assert slow <= {c.label for c in program.cells}
     needed = {c.label for c in definition_cells(program.cells)}
     assert not slow & needed, f"{lesson}: a slow-demo cell defines what graded code uses: {sorted(slow & needed)}"
+
+
+# ------------------------------------------------------------------ demos whose results nothing reads
+
+def _cell(label, source, kind):
+    from autograder.load.notebook import Cell
+    return Cell(label, source, kind)
+
+
+def test_a_demo_is_left_out_only_when_nothing_run_reads_what_it_binds():
+    from autograder.load.notebook import idle_demos
+    cells = [_cell("setup", "import numpy as np", "setup"),
+             _cell("demo_config", "d_model = 8\nscale = 2", "lesson"),          # read by the graded cell
+             _cell("demo_helper", "def helper(x):\n    return x * scale", "lesson"),  # read by it too; reads scale
+             _cell("f", "def f(x):\n    return helper(x) + d_model", "graded"),
+             _cell("demo_show", "out = f(np.ones(3))\nprint(out)", "lesson"),   # binds out: nobody reads it
+             _cell("demo_plot", "fig = len(out)", "lesson"),                     # binds fig: the student's cell reads it
+             _cell("cell 7", "print(fig)", "scratch"),
+             _cell("demo_again", "print(f(1))", "lesson")]                     # binds nothing
+    idle = idle_demos(cells)
+    assert "demo_config" not in idle and "demo_helper" not in idle   # what the graded code reads, transitively
+    assert "demo_plot" not in idle and "demo_show" not in idle       # what the student's own cell reads, transitively
+    assert "demo_again" in idle
+    without_student = [c for c in cells if c.kind != "scratch"]
+    assert idle_demos(without_student) == {"demo_show", "demo_plot", "demo_again"}
+
+
+def test_every_demo_runs_when_a_cell_cannot_be_analysed():
+    from autograder.load.notebook import MAX_PARSED_CELL, idle_demos
+    base = [_cell("f", "def f():\n    return 1", "graded"), _cell("demo", "print(f())", "lesson")]
+    assert idle_demos(base) == {"demo"}
+    assert idle_demos(base + [_cell("cell 3", "def broken(:", "scratch")]) == set()
+    assert idle_demos(base + [_cell("cell 3", "x = 1\n" * (MAX_PARSED_CELL // 6 + 1), "scratch")]) == set()
+    assert idle_demos([_cell("f", "from helpers import *", "lesson")] + base) == {"demo"}   # star imports always run
+
+
+class _RecordingChild:
+    alive = True
+
+    def __init__(self, ran):
+        self.ran = ran
+
+    def request(self, op, timeout, **args):
+        if op == "exec":
+            self.ran.append(args["label"])
+        return None
+
+    def close(self):
+        self.alive = False
+
+
+class _RecordingSandbox:
+    def __init__(self):
+        self.ran: list[str] = []
+
+    def load(self, extras):
+        pass
+
+    def spawn(self, extras=(), subject=False):
+        return _RecordingChild(self.ran)
+
+
+@pytest.mark.parametrize("lesson", sorted(COURSE))
+def test_grading_runs_the_cells_the_graded_code_needs_and_no_idle_demo(lesson):
+    """Per lesson, on the solutions: every setup and graded cell runs before the last exercise is
+    graded, and no demo that nothing reads does (each costs a call of the student's code per
+    submission). The solutions still score full marks with them left out (the `solutions_results`
+    tests)."""
+    from autograder.isolate.submission import Submission
+    from autograder.load.notebook import idle_demos
+    program = build_program(COURSE[lesson].solution_path, COURSE[lesson], released=COURSE[lesson].released_path)
+    idle = idle_demos(program.cells)
+    assert idle, f"{lesson}: no demo is left out"
+    box = _RecordingSandbox()
+    sub = Submission(program, box)
+    for exercise in COURSE[lesson].exercises:
+        sub.begin_exercise(exercise)
+        sub.request("names")
+    needed = [c.label for c in program.cells if c.kind in ("setup", "graded")]
+    assert set(needed) <= set(box.ran)
+    assert not idle & set(box.ran)

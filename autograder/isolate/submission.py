@@ -9,44 +9,8 @@ from __future__ import annotations
 import time
 
 from autograder.isolate.sandbox import DEFAULT_TIME_LIMIT, Sandbox
-from autograder.load.notebook import Program
+from autograder.load.notebook import Program, definition_cells, idle_demos  # noqa: F401 - definition_cells: tests
 from autograder.run.errors import StudentError, SubmissionFault
-
-
-def _names(source: str) -> tuple[set[str], set[str]]:
-    """(names a cell's top level binds, global names it reads in any scope); empty when it cannot
-    be analysed. A function's own locals and parameters are not names it reads."""
-    import symtable
-    try:
-        top = symtable.symtable(source, "<cell>", "exec")
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return set(), set()
-    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
-    used, todo = set(), [top]
-    while todo:
-        table = todo.pop()
-        for sym in table.get_symbols():
-            if sym.is_referenced() and (table is top or sym.is_global()):
-                used.add(sym.get_name())
-        todo.extend(table.get_children())
-    return bound, used
-
-
-def definition_cells(cells: list) -> list:
-    """The cells that make up the student's definitions: the setup cell, the graded cells, and
-    every other cell (the student's own or a lesson demo) that binds a name one of those reads,
-    transitively, or star-imports; in notebook order. A slow experiment that defines nothing
-    the graded code uses is not run again for every fresh call."""
-    names = [_names(c.source) for c in cells]
-    keep = [c.kind in ("setup", "graded") or "import *" in c.source for c in cells]
-    changed = True
-    while changed:
-        changed = False
-        needed = set().union(*(names[i][1] for i in range(len(cells)) if keep[i]))
-        for i, cell in enumerate(cells):
-            if not keep[i] and names[i][0] & needed:
-                keep[i] = changed = True
-    return [c for c, k in zip(cells, keep) if k]
 
 
 class Budget:
@@ -91,6 +55,7 @@ class Submission:
         self.target = len(program.cells)          # cells to run before the current exercise
         self.gave_up: str | None = None           # why the student's own cells stopped running
         self.scratch_cutoff = len(program.cells)  # the student's own cells from here on are not run
+        self.idle = idle_demos(program.cells)     # lesson demos whose results nothing graded reads
 
     def _timed(self, action):
         """Run `action` (start or end a child): the time it takes is the student's."""
@@ -126,7 +91,8 @@ class Submission:
             restart = False
             for index in range(self.executed, target):
                 cell = self.program.cells[index]
-                if cell.label in self.skip_cells or (cell.kind == "scratch" and index >= self.scratch_cutoff):
+                if cell.label in self.skip_cells or cell.label in self.idle \
+                        or (cell.kind == "scratch" and index >= self.scratch_cutoff):
                     self.executed = index + 1
                     continue
                 if self.budget.left <= 0:

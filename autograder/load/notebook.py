@@ -9,7 +9,8 @@ The released notebook (lessons/<id>.ipynb) is the template that says which cells
   * the student's own cells run as written, except IPython magics and shell escapes;
   * self-check cells (the grader checks from outside) and `slow-demo` cells (training runs,
     timings, experiments: lesson demos that define nothing the graded code uses, which
-    tests/test_lazy_imports.py checks) are left out.
+    tests/test_lazy_imports.py checks) are left out; so are, when grading, the other lesson
+    demos whose results no cell run reads (`idle_demos`): the checks read only graded names.
 A cell that raises does not stop the cells after it. Anything odd about the file becomes a
 note or a per-exercise problem, never an exception.
 """
@@ -93,6 +94,75 @@ def defined_names(source: str) -> set[str] | None:
         return None
     return {node.name for node in tree.body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _names(source: str) -> tuple[set[str], set[str]] | None:
+    """(names a cell's top level binds, global names it reads in any scope), or None when it
+    cannot be analysed (a syntax error, or a cell over MAX_PARSED_CELL: parsing student code in
+    the grader is bounded). A function's own locals and parameters are not names it reads."""
+    import symtable
+    if len(source) > MAX_PARSED_CELL:
+        return None
+    try:
+        top = symtable.symtable(source, "<cell>", "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    used, todo = set(), [top]
+    while todo:
+        table = todo.pop()
+        for sym in table.get_symbols():
+            if sym.is_referenced() and (table is top or sym.is_global()):
+                used.add(sym.get_name())
+        todo.extend(table.get_children())
+    return bound, used
+
+
+_LESSON_NAMES: dict[str, tuple[set[str], set[str]] | None] = {}   # the lesson's own cells: the same for everyone
+
+
+def _cell_names(cell: Cell) -> tuple[set[str], set[str]] | None:
+    if cell.kind not in ("setup", "lesson"):
+        return _names(cell.source)
+    if cell.source not in _LESSON_NAMES:
+        _LESSON_NAMES[cell.source] = _names(cell.source)
+    return _LESSON_NAMES[cell.source]
+
+
+def _needed(cells: list, roots, names) -> list[bool]:
+    keep = [c.kind in roots or "import *" in c.source for c in cells]
+    changed = True
+    while changed:
+        changed = False
+        needed = set().union(*(names[i][1] for i in range(len(cells)) if keep[i]))
+        for i in range(len(cells)):
+            if not keep[i] and names[i][0] & needed:
+                keep[i] = changed = True
+    return keep
+
+
+def definition_cells(cells: list) -> list:
+    """The cells that make up the student's definitions: the setup cell, the graded cells, and
+    every other cell (the student's own or a lesson demo) that binds a name one of those reads,
+    transitively, or star-imports; in notebook order. A slow experiment that defines nothing
+    the graded code uses is not run again for every fresh call."""
+    names = [_cell_names(c) or (set(), set()) for c in cells]
+    return [c for c, k in zip(cells, _needed(cells, ("setup", "graded"), names)) if k]
+
+
+def idle_demos(cells: list) -> set[str]:
+    """The labels of the lesson's own demo cells that grading need not run: cells that bind no name
+    that any other cell run reads (the setup, the graded cells, the student's own cells, and
+    the lesson cells those need, transitively). The checks read only the graded names, so such a
+    cell cannot change a grade; what it costs (it calls the student's code to show a result) is
+    spent per submission. Lesson cells are the released ones, whatever the student did to them.
+    When some cell cannot be analysed, every lesson cell runs."""
+    names = [_cell_names(c) for c in cells]
+    if any(n is None for n, c in zip(names, cells) if c.kind != "lesson"):
+        return set()
+    names = [n or (set(), set()) for n in names]
+    keep = _needed(cells, ("setup", "graded", "scratch"), names)
+    return {c.label for c, k in zip(cells, keep) if c.kind == "lesson" and not k}
 
 
 def build_program(path: Path, lesson: Lesson, released: Path | None = None, *, kernel: bool = True) -> Program:
