@@ -114,3 +114,70 @@ def test_forged_frames_are_wire_errors_never_other_exceptions(header):
         pass
     else:
         pytest.fail("a forged frame was accepted")
+
+
+# ------------------------------------------------- a module's handle carries its parameters' shapes
+
+def test_a_modules_handle_carries_the_shapes_the_parameters_request_would_give():
+    from autograder.run.executor import Executor
+    executor = Executor({"torch": torch})
+    executor.handle(wire.encode({"op": "exec", "args": {"label": "a", "source": (
+        "class Twice(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.inner = torch.nn.Linear(3, 2)\n"
+        "def make():\n"
+        "    return Twice()\n")}}))
+    reply = wire.decode(executor.handle(wire.encode({"op": "call", "args": {"target": ["name", "make"]}})))
+    handle = reply["value"]["result"]
+    assert isinstance(handle, wire.Handle)
+    asked = wire.decode(executor.handle(wire.encode({"op": "parameters", "args": {"handle": handle.number}})))
+    assert handle.parameters == asked["value"] == {"inner.weight": (2, 3), "inner.bias": (2,)}
+    # what is not a module carries none
+    executor.handle(wire.encode({"op": "exec", "args": {"label": "b", "source": "def thing():\n    return object()\n"}}))
+    other = wire.decode(executor.handle(wire.encode({"op": "call", "args": {"target": ["name", "thing"]}})))
+    assert other["value"]["result"].parameters is None
+
+
+@pytest.mark.parametrize("forged", [{"w": [2]}, [["w", [-1]]], [["w", [2.5]]], [[1, [2]]], [["w", [2], 3]], "w"])
+def test_forged_shapes_on_a_handle_are_dropped_not_trusted(forged):
+    header = {"value": {"$handle": 1, "type": "M", "parameters": forged}, "buffers": []}
+    raw = wire.json.dumps(header).encode()
+    handle = wire.decode(struct.pack(">Q", len(raw)) + raw)
+    assert isinstance(handle, wire.Handle) and handle.parameters is None
+
+
+def test_shapes_are_asked_again_once_anything_else_was_asked():
+    """RemoteObject.parameters answers from the shapes it has only while no other request was sent
+    to the student's process since (which could have changed the module)."""
+    from autograder.grading.student import LocalSubmission, Student
+
+    class Counting(LocalSubmission):
+        def __init__(self, namespace):
+            super().__init__(namespace)
+            self.ops = []
+
+        def request(self, op, **args):
+            self.ops.append(op)
+            return super().request(op, **args)
+
+    ns = {"torch": torch}
+    exec("class Grows(torch.nn.Module):\n"
+         "    def __init__(self):\n"
+         "        super().__init__()\n"
+         "        self.a = torch.nn.Linear(2, 2)\n"
+         "    def forward(self, x):\n"
+         "        self.b = torch.nn.Linear(2, 2)   # a module that changes when called\n"
+         "        return x\n", ns)
+    sub = Counting(ns)
+    module = Student(sub).Grows()
+    assert module.parameters() == module.parameters() == {"a.weight": (2, 2), "a.bias": (2,)}
+    assert sub.ops == ["call"]                          # both from the handle
+    module(torch.ones(1, 2))
+    assert set(module.parameters()) == {"a.weight", "a.bias", "b.weight", "b.bias"}
+    assert sub.ops == ["call", "call", "parameters"]
+    module.load_parameters({"a.bias": torch.zeros(2)}, mode=False)   # loading and eval mode: one request
+    assert sub.ops[-1] == "load_parameters" and len(sub.ops) == 4
+    assert ns["Grows"] is not None and not sub.executor.handles[module._number].training
+    module.load_parameters({"a.bias": torch.zeros(2)}, mode=True)
+    assert sub.executor.handles[module._number].training

@@ -36,8 +36,7 @@ def check_head(student, reference, rng, batch, t, d_model, d_k, mask=None, what=
     params = random_parameters(rng, shapes)
     x = torch.from_numpy(rng.standard_normal((batch, t, d_model)).astype("float32"))
     head = student.SelfAttentionHead(d_model, d_k)
-    params = load_lenient(head, shapes, params, f"SelfAttentionHead({d_model}, {d_k})")
-    head.eval()
+    params = load_lenient(head, shapes, params, f"SelfAttentionHead({d_model}, {d_k})", mode=False)
     call = (f"SelfAttentionHead({d_model}, {d_k})(x{', mask' if mask is not None else ''}) "
             f"with x of shape {tuple(x.shape)} and {what}")
 

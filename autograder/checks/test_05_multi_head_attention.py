@@ -138,8 +138,9 @@ def takes_dropout(student) -> bool:
 def build(student, rng, d_model, h, dropout=None):
     params = random_parameters(rng, linear_shapes(NAMES, d_model, d_model))
     module = make_mha(student, d_model, h, dropout)
-    params = load_lenient(module, linear_shapes(NAMES, d_model, d_model), params, f"MultiHeadAttention({d_model}, {h})")
-    return module.eval(), params
+    params = load_lenient(module, linear_shapes(NAMES, d_model, d_model), params, f"MultiHeadAttention({d_model}, {h})",
+                          mode=False)
+    return module, params
 
 
 def check_mha(student, reference, rng, *, b, lq, lk, d_model, h, mask=None, what="no mask", dropout=None):
@@ -280,20 +281,17 @@ def test_mha_dropout_off_in_eval(student, rng):
     q, k, v = tensor(rng, 2, 4, 8), tensor(rng, 2, 6, 8), tensor(rng, 2, 6, 8)
     if not takes_dropout(student):   # no dropout at all: eval mode must still be deterministic
         module = make_mha(student, 8, 2)
-        load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2)")
-        module.eval()
+        load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2)", mode=False)
         got, again = module(q, k, v), module(q, k, v)
         if not (isinstance(got, torch.Tensor) and isinstance(again, torch.Tensor) and got.shape == again.shape
                 and torch.allclose(got, again, atol=1e-6, equal_nan=True)):
             raise Mismatch("MultiHeadAttention(8, 2) in eval mode gives a different output on each call")
         return
     with_dropout = student.MultiHeadAttention(8, 2, 0.5)
-    load_lenient(with_dropout, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2, 0.5)")
-    with_dropout.eval()
+    load_lenient(with_dropout, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2, 0.5)", mode=False)
     got, again = with_dropout(q, k, v), with_dropout(q, k, v)
     plain = student.MultiHeadAttention(8, 2, 0.0)
-    load_lenient(plain, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2, 0.0)")
-    plain.eval()
+    load_lenient(plain, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2, 0.0)", mode=False)
     own = plain(q, k, v)
     if not all(isinstance(t, torch.Tensor) for t in (got, again, own)) or not got.shape == again.shape == own.shape:
         raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) in eval mode does not return one tensor of the "
@@ -325,8 +323,7 @@ def test_mha_dropout_active_in_training(student, rng):
     if not takes_dropout(student):   # no dropout at all: training mode must change nothing
         expect_mha_computes(student)
         module = make_mha(student, 8, 2)
-        load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2)")
-        module.train(True)
+        load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2)", mode=True)
         trained = torch.as_tensor(module(x, x, x))
         module.eval()
         evaluated = torch.as_tensor(module(x, x, x))
@@ -339,8 +336,7 @@ def test_mha_dropout_active_in_training(student, rng):
         outputs = {}
         for p, mode in [(0.5, True), (0.5, False), (0.0, True)]:
             module = student.MultiHeadAttention(8, 2, p)
-            load_lenient(module, linear_shapes(NAMES, 8, 8), params, f"MultiHeadAttention(8, 2, {p})")
-            module.train(mode)
+            load_lenient(module, linear_shapes(NAMES, 8, 8), params, f"MultiHeadAttention(8, 2, {p})", mode=mode)
             outputs[(p, mode)] = module_output(module(x, x, x), f"MultiHeadAttention(8, 2, {p})(x, x, x)")
         if torch.allclose(outputs[(0.5, True)], outputs[(0.5, False)], atol=1e-6):
             raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) gives the same output in training and eval mode: "

@@ -143,8 +143,7 @@ def check_fixed(student, reference, rng, b, t, d_model, h, mask=None, what="no m
     shapes = linear_shapes(NAMES, d_model, d_model)
     params = random_parameters(rng, shapes)
     module = student.FixedMultiHeadAttention(d_model, h, 0.0)
-    params = load_lenient(module, shapes, params, f"FixedMultiHeadAttention({d_model}, {h}, 0.0)")
-    module.eval()
+    params = load_lenient(module, shapes, params, f"FixedMultiHeadAttention({d_model}, {h}, 0.0)", mode=False)
     x = torch.from_numpy(rng.standard_normal((b, t, d_model)).astype(np.float32))
     call = (f"FixedMultiHeadAttention({d_model}, {h}, 0.0)(x{', attn_mask' if mask is not None else ''})"
             f" with x of shape {(b, t, d_model)}, {what}")
@@ -214,8 +213,7 @@ def test_fixed_uses_every_projection(student, reference, rng):
     shapes = linear_shapes(NAMES, 8, 8)
     params = random_parameters(rng, shapes)
     module = student.FixedMultiHeadAttention(8, 2, 0.0)
-    params = load_lenient(module, shapes, params, "FixedMultiHeadAttention(8, 2, 0.0)")
-    module.eval()
+    params = load_lenient(module, shapes, params, "FixedMultiHeadAttention(8, 2, 0.0)", mode=False)
     x = torch.from_numpy(rng.standard_normal((2, 5, 8)).astype(np.float32))
     before = module_output(module(x), "FixedMultiHeadAttention(8, 2, 0.0)(x)")
     unused = projections_unused(module, params, rng, lambda: module_output(

@@ -131,8 +131,8 @@ def build(student, rng, d_model, h, d_ff, dropout=0.0):
     params = block_parameters(rng, d_model, d_ff)
     block = student.TransformerBlock(d_model, h, d_ff, dropout)
     expect_parameters(block, block_shapes(d_model, d_ff), f"TransformerBlock({d_model}, {h}, {d_ff})")
-    block.load_parameters(params)
-    return block.eval(), params
+    block.load_parameters(params, mode=False)
+    return block, params
 
 
 def check_block(student, reference, rng, *, b, t, d_model, h, d_ff, mask=None, what="no mask"):
@@ -214,8 +214,7 @@ def test_block_dropout_active_in_training(student, rng):
 
     def run(p, values, mode):
         block = student.TransformerBlock(8, 2, 16, p)
-        block.load_parameters(values)
-        block.train(mode)
+        block.load_parameters(values, mode=mode)
         return module_output(block(x), f"TransformerBlock(8, 2, 16, dropout={p})(x)")
 
     if torch.allclose(run(0.5, params, True), run(0.5, params, False), atol=1e-6):

@@ -61,8 +61,8 @@ def build(student, rng, d_model, h, h_kv):
     params = random_parameters(rng, shapes(d_model, h, h_kv))
     module = student.CausalSelfAttention(d_model, h, h_kv)
     expect_parameters(module, shapes(d_model, h, h_kv), f"CausalSelfAttention({d_model}, {h}, {h_kv})")
-    module.load_parameters(params)
-    return module.eval(), {n: t.double() for n, t in params.items()}
+    module.load_parameters(params, mode=False)
+    return module, {n: t.double() for n, t in params.items()}
 
 
 def ref_run(reference, p, h, h_kv, x, cache=None):

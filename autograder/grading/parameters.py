@@ -47,8 +47,9 @@ def expect_parameters(module, shapes: dict, what: str, *, output: str | None = N
                        f"{', '.join(f'{n} {tuple(s)}' for n, s in have.items()) or 'none'}", found=found)
 
 
-def load_lenient(module, shapes: dict, params: dict, what: str) -> dict:
-    """Load `params` into the student's module and return the parameters the reference must use.
+def load_lenient(module, shapes: dict, params: dict, what: str, mode: bool | None = None) -> dict:
+    """Load `params` into the student's module and return the parameters the reference must use;
+    with `mode`, then module.train(mode), in the same request.
 
     A module that lacks some parameters (biases: `bias=False`, or a whole projection) but has the
     right shape for the others gets those, and a missing bias counts as zero for the reference: its
@@ -60,7 +61,7 @@ def load_lenient(module, shapes: dict, params: dict, what: str) -> dict:
     shared = {n for n in shapes if n in have and _shared_per_head(tuple(have[n]), tuple(shapes[n]), n, have)}
     if not missing and not shared:
         expect_parameters(module, shapes, what)
-        module.load_parameters(params)
+        module.load_parameters(params, mode=mode)
         return params
     if any(tuple(have[n]) != tuple(shapes[n]) for n in shapes if n in have and n not in shared):
         expect_parameters(module, shapes, what)
@@ -83,7 +84,7 @@ def load_lenient(module, shapes: dict, params: dict, what: str) -> dict:
         params.deviation = (f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} one small Linear(d_k, d_k) "
                             "shared by every head and applied after the split, not a Linear(d_model, d_model) over "
                             "all the features")
-    module.load_parameters({n: t for n, t in given.items() if n in have}, strict=False)
+    module.load_parameters({n: t for n, t in given.items() if n in have}, strict=False, mode=mode)
     return params
 
 

@@ -36,11 +36,13 @@ class LocalSubmission:
         self.cell_errors: dict[str, str] = {}
         self.faults: dict = {}
         self.exercise = None
+        self.sent = 0
 
     def begin_exercise(self, exercise: str):
         self.exercise = exercise
 
     def request(self, op: str, **args):
+        self.sent += 1
         frame = self.executor.handle(wire.encode({"op": op, "args": args}))
         reply = wire.decode(frame, objects=lambda n, t: wire.Handle(n, t))
         if reply["ok"]:
@@ -58,7 +60,7 @@ class LocalSubmission:
 
 def _wrap(submission, value):
     if isinstance(value, wire.Handle):
-        return RemoteObject(submission, value.number, value.type_name)
+        return RemoteObject(submission, value.number, value.type_name, value.parameters)
     if isinstance(value, list):
         return [_wrap(submission, v) for v in value]
     if isinstance(value, tuple):
@@ -177,8 +179,12 @@ class StudentFunction:
 class RemoteObject:
     """A student's object (usually an nn.Module) living in the worker."""
 
-    def __init__(self, submission, number: int, type_name: str):
+    def __init__(self, submission, number: int, type_name: str, parameters: dict | None = None):
         self._submission, self._number, self._type_name = submission, number, type_name
+        # (requests sent when they were read, {name: shape}): the answer to `parameters` until the
+        # student's process is asked anything else (a module is built, then its parameters checked
+        # twice and loaded: one request, not three)
+        self._shapes = (getattr(submission, "sent", None), parameters) if parameters is not None else None
 
     def __repr__(self):
         return f"<student's {self._type_name}>"
@@ -191,10 +197,19 @@ class RemoteObject:
                                      f"{self._type_name}.{name}", a, k)
 
     def parameters(self) -> dict:
-        return self._submission.request("parameters", handle=self._number)
+        sent = getattr(self._submission, "sent", None)
+        if self._shapes is not None and sent is not None and self._shapes[0] == sent:
+            return dict(self._shapes[1])
+        shapes = self._submission.request("parameters", handle=self._number)
+        if isinstance(shapes, dict):
+            self._shapes = (getattr(self._submission, "sent", None), shapes)
+            return dict(shapes)
+        return shapes
 
-    def load_parameters(self, values: dict, strict: bool = True):
-        self._submission.request("load_parameters", handle=self._number, values=values, strict=strict)
+    def load_parameters(self, values: dict, strict: bool = True, mode: bool | None = None):
+        """Load `values`; with `mode`, then .train(mode), in the same request."""
+        extra = {} if mode is None else {"mode": bool(mode)}
+        self._submission.request("load_parameters", handle=self._number, values=values, strict=strict, **extra)
 
     def train(self, mode: bool = True):
         self._submission.request("train", handle=self._number, mode=mode)

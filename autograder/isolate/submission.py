@@ -56,6 +56,7 @@ class Submission:
         self.gave_up: str | None = None           # why the student's own cells stopped running
         self.scratch_cutoff = len(program.cells)  # the student's own cells from here on are not run
         self.idle = idle_demos(program.cells)     # lesson demos whose results nothing graded reads
+        self.sent = 0                             # requests sent: what a reply said holds until the next
 
     def _timed(self, action):
         """Run `action` (start or end a child): the time it takes is the student's."""
@@ -150,6 +151,7 @@ class Submission:
         self.target = self.program.checkpoints.get(exercise, len(self.program.cells))
 
     def request(self, op: str, **args):
+        self.sent += 1
         exercise = self.exercise
         if exercise in self.faults:
             raise self.faults[exercise]

@@ -45,11 +45,14 @@ class Opaque:
 
 
 class Handle:
-    """A reference to an object that lives in the worker (a module, a class, ...)."""
+    """A reference to an object that lives in the worker (a module, a class, ...). `parameters`:
+    for an nn.Module, its parameters' shapes as the worker reported them with the handle
+    ({name: shape}), which saves the grader a `parameters` request; None when not sent."""
 
-    def __init__(self, number: int, type_name: str = "object"):
+    def __init__(self, number: int, type_name: str = "object", parameters: dict | None = None):
         self.number = number
         self.type_name = type_name
+        self.parameters = parameters
 
     def __repr__(self):
         return f"<handle {self.number}: {self.type_name}>"
@@ -215,7 +218,10 @@ def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True, sh
             return Opaque(str(node["$opaque"]))
         if "$handle" in node:
             number, type_name = int(node["$handle"]), str(node.get("type", "object"))
-            return objects(number, type_name) if objects else Handle(number, type_name)
+            handle = objects(number, type_name) if objects else Handle(number, type_name)
+            if isinstance(handle, Handle) and "parameters" in node:
+                handle.parameters = _shapes(node["parameters"])
+            return handle
         if "$class" in node:
             if classes is None:
                 raise WireError("class sources only travel to the worker")
@@ -226,6 +232,20 @@ def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True, sh
         return walk(tree, 0)
     except (IndexError, KeyError, TypeError, ValueError, RecursionError, OverflowError) as exc:
         raise WireError(f"malformed value: {type(exc).__name__}") from None
+
+
+def _shapes(node) -> dict | None:
+    """{name: shape} from a handle's [[name, [dims]], ...]; None for anything else (the sender is
+    untrusted: a malformed list only costs the grader the request it would have saved)."""
+    if not isinstance(node, list):
+        return None
+    out = {}
+    for item in node:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], list)
+                and len(item[1]) <= 32 and all(type(d) is int and d >= 0 for d in item[1])):
+            return None
+        out[item[0]] = tuple(item[1])
+    return out
 
 
 def _shared_array(memory, spec, as_tensor: bool):
