@@ -84,7 +84,47 @@ def test_a_class_runs_worker_on_huge_pages_still_confines_its_children():
         zygotes = [int(p) for p in open(f"/proc/{proc.pid}/task/{proc.pid}/children").read().split()]
         if offered and os.uname().release.split(".")[:2] >= ["6", "1"]:
             assert any(_anon_huge_kb(pid) > 0 for pid in zygotes), "the worker is not on huge pages"
+        # glibc's malloc was asked for huge pages from the start (bwrap.sandbox_env)
+        environ = open(f"/proc/{zygotes[0]}/environ", "rb").read().split(b"\0")
+        assert b"GLIBC_TUNABLES=glibc.malloc.hugetlb=1" in environ
     finally:
         box.close()
         _kill_group(proc)
     assert proc.poll() is not None
+
+
+def test_only_a_worker_asked_for_huge_pages_has_mallocs_ask_for_them():
+    from autograder.isolate.worker import HUGE_PAGES
+    assert bwrap.sandbox_env(("torch", HUGE_PAGES))["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
+    assert "GLIBC_TUNABLES" not in bwrap.sandbox_env(("torch",))
+    assert "GLIBC_TUNABLES" not in bwrap.direct_command(3, extras=("torch",))[1]
+    assert bwrap.direct_command(3, extras=(HUGE_PAGES,))[1]["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
+
+
+def test_the_fork_server_is_killed_at_the_end_not_asked_to_shut_down(tmp_path, monkeypatch):
+    """A class run's fork server holds torch and the grader: asked to stop, it would run the
+    interpreter's whole shutdown (~0.6 s at the end of every class run). It is killed, and reaped:
+    its shutdown (here an atexit hook that leaves a file) never runs."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import forkserver
+    from autograder.classroom.runner import _stop_helpers
+    marker, loaded = tmp_path / "the fork server shut down", tmp_path / "the fork server loaded it"
+    (tmp_path / "shutdown_leaves_a_file.py").write_text(
+        f"import atexit\nopen({str(loaded)!r}, 'w').close()\n"
+        f"atexit.register(lambda: open({str(marker)!r}, 'w').close())\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    context = multiprocessing.get_context("forkserver")
+    _stop_helpers()   # a fork server another test started would not have the preload
+    context.set_forkserver_preload(["shutdown_leaves_a_file"])
+    try:
+        with ProcessPoolExecutor(1, mp_context=context) as pool:
+            assert pool.submit(os.getpid).result() != os.getpid()
+        server = forkserver._forkserver._forkserver_pid
+        assert server
+        _stop_helpers()
+    finally:
+        context.set_forkserver_preload([])
+    assert loaded.exists() and not marker.exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(server, 0)   # reaped, not a zombie

