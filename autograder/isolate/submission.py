@@ -57,6 +57,7 @@ class Submission:
         self.scratch_cutoff = len(program.cells)  # the student's own cells from here on are not run
         self.idle = idle_demos(program.cells)     # lesson demos whose results nothing graded reads
         self.sent = 0                             # requests sent: what a reply said holds until the next
+        self._definitions: dict[int, list] = {}   # checkpoint -> definition_cells up to it (fresh_call)
 
     def _timed(self, action):
         """Run `action` (start or end a child): the time it takes is the student's."""
@@ -181,7 +182,9 @@ class Submission:
         scratch folder's name are drawn at random (isolate/confine.py, worker.py). Other cells run only when they define a name the graded
         code uses (see definition_cells). {"outcome": "returned"} or {"outcome": "raised", "error"}."""
         upto = self.program.checkpoints.get(self.exercise, len(self.program.cells))
-        cells = definition_cells(self.program.cells[:upto])
+        if upto not in self._definitions:   # the same for each of lesson 06's ten subjects
+            self._definitions[upto] = definition_cells(self.program.cells[:upto])
+        cells = self._definitions[upto]
         self.sandbox.load(self.program.imports)          # torch, once per worker: not the student's time
         # nothing of the student's runs beside a subject: the notebook's child (which could watch
         # the subjects and pass notes from one to the next) is ended, and started again if needed
