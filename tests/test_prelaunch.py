@@ -128,3 +128,69 @@ def test_the_fork_server_is_killed_at_the_end_not_asked_to_shut_down(tmp_path, m
     assert loaded.exists() and not marker.exists()
     with pytest.raises(ProcessLookupError):
         os.kill(server, 0)   # reaped, not a zombie
+
+
+@pytest.mark.skipif(bwrap.find_bwrap() is None or os.geteuid() != 0, reason="a shared worker is for root only")
+def test_jobs_sharing_a_worker_keep_their_children_apart():
+    """As root, a class run's jobs share one preloaded worker (prelaunch_shared). The children of
+    two jobs then run at the same time in the same namespaces; each job's children have their own
+    tmpfs (/tmp/job<k>, capped on its own), uids no other live child holds, and only the job that
+    started a child can end it. A job that gives the worker up leaves the other job's children be."""
+    from autograder.isolate.sandbox import prelaunch_shared
+    memory = 64 * 1024 ** 2      # also each job's tmpfs: small enough to fill here
+    started = prelaunch_shared(memory, (), 2)
+    assert started is not None
+    proc, controls = started
+    boxes = [Sandbox(memory_bytes=memory) for _ in controls]
+    try:
+        for box, control in zip(boxes, controls):
+            box.adopt(proc.pid, control, shared=True)
+        if boxes[0]._proc is None:
+            pytest.skip("bubblewrap could not create namespaces here")
+        probe = ("import os\n"
+                 "def where():\n    return [os.getcwd(), os.getuid()]\n"
+                 "def fill():\n"
+                 "    n = 0\n"
+                 "    try:\n"
+                 "        while n < 1000:\n"
+                 "            with open(f'f{n}', 'wb') as f:\n"
+                 "                f.write(bytes(1 << 20))\n"
+                 "            n += 1\n"
+                 "    except OSError as exc:\n"
+                 "        return [n, exc.errno]\n"
+                 "    return [n, 0]\n")
+        children = [box.spawn() for box in boxes]
+        for child in children:
+            child.request("exec", 10.0, label="probe", source=probe)
+        places = [child.request("call", 10.0, target=["name", "where"])["result"] for child in children]
+        assert places[0][0].startswith("/tmp/job0/") and places[1][0].startswith("/tmp/job1/")
+        assert places[0][1] != places[1][1] and 0 not in (places[0][1], places[1][1])
+        # job 0 fills its tmpfs; job 1's is untouched
+        written, errno_ = children[0].request("call", 30.0, target=["name", "fill"])["result"]
+        assert errno_ == 28 and written <= 64                                    # ENOSPC, at its own cap
+        assert children[1].request("exec", 10.0, label="w", source="open('x', 'wb').write(bytes(1 << 20))") is None
+        # job 0 cannot end job 1's child
+        assert boxes[0]._ask({"op": "end", "pid": children[1].pid}) == {"ended": False, "error": "another job's child"}
+        assert children[1].request("call", 10.0, target=["name", "where"])["result"] == places[1]
+        # job 0 gives the worker up: its child is ended, job 1 goes on
+        boxes[0].close()
+        import time
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:   # the worker ends it once it reads the hang-up
+            try:
+                children[0].request("call", 5.0, target=["name", "where"])
+            except Exception:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the child of the job that gave the worker up is still running")
+        assert children[1].request("call", 10.0, target=["name", "where"])["result"] == places[1]
+        again = boxes[1].spawn()
+        assert again.request("exec", 10.0, label="again", source="x = 1") is None
+        again.close()
+        children[1].close()
+    finally:
+        for box in boxes:
+            box.close()
+        _kill_group(proc)
+    assert proc.poll() is not None

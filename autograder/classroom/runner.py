@@ -47,11 +47,11 @@ def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None,
             if taken.value < len(prelaunched):
                 mine = taken.value
                 taken.value += 1
-    for index, (pid, control) in enumerate(prelaunched):
+    for index, (pid, control, shared) in enumerate(prelaunched):
         if index == mine:
-            _sandbox.adopt(pid, control)
+            _sandbox.adopt(pid, control, shared=shared)
         else:
-            control.close()            # another job's worker
+            control.close()            # another job's worker (or its socket to a shared one)
     if mine is None:
         _sandbox.begin()   # the worker loads its modules while this process loads the grader's
     _load_grader(lessons, "torch" in extras)
@@ -168,18 +168,24 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
         # The jobs' workers start now, in bubblewrap, and load torch while the fork server loads
         # the grader; each job adopts one (sandbox.prelaunch). The workers' parent is this process,
         # which ends and reaps them when the jobs are done.
-        from autograder.isolate.sandbox import _kill_group, prelaunch
+        from autograder.isolate.sandbox import _kill_group, prelaunch, prelaunch_shared
         from autograder.isolate.worker import HUGE_PAGES
         # huge pages make each of a student's ~20 children cheaper, for ~0.5 s once per worker
         extras = job_extras(lessons) + ((HUGE_PAGES,) if len(todo) >= 4 * jobs else ())
-        prelaunched = [w for w in (prelaunch(memory_bytes, extras) for _ in range(jobs)) if w is not None]
+        # as root, one worker for every job (torch loaded once); otherwise one worker per job
+        shared = prelaunch_shared(memory_bytes, extras, jobs)
+        if shared is not None:
+            prelaunched = [(shared[0], control, True) for control in shared[1]]
+        else:
+            prelaunched = [(proc, control, False) for proc, control in
+                           (w for w in (prelaunch(memory_bytes, extras) for _ in range(jobs)) if w is not None)]
         taken = ctx.Value("i", 0)
         pool = None
         try:
             with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_job_init,
                                      initargs=(memory_bytes, allow_unsandboxed,
-                                               [(proc.pid, control) for proc, control in prelaunched], taken,
-                                               lessons)) as pool:
+                                               [(proc.pid, control, flag) for proc, control, flag in prelaunched],
+                                               taken, lessons)) as pool:
                 futures = [pool.submit(_grade_one, s, {k: str(v) for k, v in nbs.items()}, time_limit)
                            for s, nbs in todo.items()]
                 for future in _progress(as_completed(futures), progress, len(futures)):
@@ -190,8 +196,9 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
                                                          class_files_failed))
                     class_files.start()
         finally:
-            for proc, control in prelaunched:
+            for proc, control, _ in prelaunched:
                 control.close()
+            for proc in {id(proc): proc for proc, _, _ in prelaunched}.values():
                 _kill_group(proc)
             pool = taken = None   # the pool keeps the counter's semaphore in its initargs
             _stop_helpers()

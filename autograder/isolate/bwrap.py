@@ -109,15 +109,19 @@ def user_site() -> str | None:
     return path if os.path.realpath(path) in here else None
 
 
-def _boot(path: str, control_fd: int, extras) -> str:
-    """The worker's first line of Python: `extras` (worker.EXTRAS names) are loaded before it is ready."""
+def _boot(path: str, control_fd, extras) -> str:
+    """The worker's first line of Python: `extras` (worker.EXTRAS names) are loaded before it is
+    ready. `control_fd`: one fd, or a list (one per job sharing the worker)."""
     extras = [e for e in extras if isinstance(e, str) and e.isidentifier()]
+    fds = int(control_fd) if isinstance(control_fd, int) else [int(fd) for fd in control_fd]
     return (f"import sys; sys.path.insert(0, {path!r}); "
-            f"from autograder.isolate.worker import zygote; zygote({int(control_fd)}, {extras!r}, {user_site()!r})")
+            f"from autograder.isolate.worker import zygote; zygote({fds!r}, {extras!r}, {user_site()!r})")
 
 
-def worker_command(bwrap: str, control_fd: int, as_root: bool, tmp_bytes: int = 2 * 1024 ** 3,
+def worker_command(bwrap: str, control_fd, as_root: bool, tmp_bytes: int = 2 * 1024 ** 3,
                    extras=()) -> list[str]:
+    """`control_fd`: one fd, or one per job sharing the worker; each of those jobs gets a /tmp/job<k>
+    of its own, a tmpfs capped like /tmp, so that one student's files cannot fill another's."""
     args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--as-pid-1",
             "--cap-drop", "ALL"]
@@ -139,6 +143,9 @@ def worker_command(bwrap: str, control_fd: int, as_root: bool, tmp_bytes: int = 
     # /tmp is RAM: its size is capped, or scratch files would be memory beyond the limit. It is
     # mounted first, so that a virtual environment under the host's /tmp can be bound into it
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    if not isinstance(control_fd, int):
+        for k in range(len(control_fd)):
+            args += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", f"/tmp/job{k}"]
     binds = [(f, f) for f in ("/etc/ld.so.cache", "/etc/localtime") if os.path.exists(f)]
     binds += [(p, p) for p in python_paths()]
     binds += [(str(PACKAGE / m), f"{WORKER_HOME}/autograder/{m}") for m in WORKER_MODULES]

@@ -21,7 +21,7 @@ import time
 from autograder.run import wire
 from autograder.isolate import bwrap
 from autograder.isolate.launch import (DEFAULT_MEMORY_LIMIT, _Adopted, _kill_group, _popen_worker,  # noqa: F401
-                                       _remove_scratch, _uid_base, prelaunch)
+                                       _remove_scratch, _uid_base, prelaunch, prelaunch_shared)
 from autograder.isolate.watch import Watch
 from autograder.run.errors import SandboxBroken, SandboxUnavailable, StudentError, SubmissionFault  # noqa: F401
 
@@ -100,6 +100,7 @@ class Sandbox:
         self._control = None
         self._pending = None                  # a bubblewrap worker started early (begin)
         self._scratch_root = None
+        self._shared_scratch = None           # this job's /tmp/job<k> in a worker shared by jobs (adopt)
         self._spawn_settings = None           # (namespaces, the settings every child gets)
         self.spawned = 0
         self.loaded: set[str] = set()         # the extras the worker has loaded
@@ -166,21 +167,27 @@ class Sandbox:
         self._proc, self._control = self._launch(False)
         self.namespaces = False
 
-    def adopt(self, pid: int, control: socket.socket) -> None:
+    def adopt(self, pid: int, control: socket.socket, shared: bool = False) -> None:
         """Take over a bubblewrap worker that the class run's main process started (see
-        prelaunch). If it does not say it is ready, it is ended, and the first spawn starts a
-        worker of this job's own, as if there had been none."""
+        prelaunch). If it does not say it is ready, it is ended (a shared one: given up), and the
+        first spawn starts a worker of this job's own, as if there had been none. `shared`: the
+        worker serves other jobs too (prelaunch_shared): this job's children go in its own
+        /tmp/job<k>, and closing gives the worker up (it ends this job's children) instead of
+        killing it; the main process ends it."""
         proc = _Adopted(pid)
         control.settimeout(START_TIMEOUT)
         try:
             hello = json.loads(control.recv(4096) or b"{}")
         except (OSError, ValueError):
             hello = {}
-        if not hello.get("ready"):
+        scratch = hello.get("scratch_root")
+        if not hello.get("ready") or (shared and not (isinstance(scratch, str) and scratch.startswith("/tmp/job"))):
             control.close()
-            _kill_group(proc)
+            if not shared:
+                _kill_group(proc)
             return
         self._proc, self._control, self.namespaces = proc, control, True
+        self._shared_scratch = scratch if shared else None
         self._ready(hello)
 
     control_timeout = CONTROL_TIMEOUT
@@ -210,7 +217,7 @@ class Sandbox:
 
     def _work_out_settings(self) -> dict:
         if self.namespaces:
-            scratch_root, inside = "/tmp", True
+            scratch_root, inside = self._shared_scratch or "/tmp", True
         else:
             if self._scratch_root is None:
                 self._scratch_root = tempfile.mkdtemp(prefix="autograder-")
@@ -342,11 +349,13 @@ class Sandbox:
             _kill_group(proc)
         if self._proc is not None:
             try:
-                self._control.close()
+                self._control.close()   # a shared worker ends this job's children when it sees this
             except OSError:
                 pass
-            _kill_group(self._proc)
+            if self._shared_scratch is None:
+                _kill_group(self._proc)
             self._proc = None
+            self._shared_scratch = None
         if self._scratch_root is not None:
             _remove_scratch(self._scratch_root)
             self._scratch_root = None

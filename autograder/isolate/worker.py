@@ -27,7 +27,7 @@ import socket
 import sys
 import time
 
-from autograder.isolate.processes import _processes, _signal_all, _tree
+from autograder.isolate.processes import _processes, _read_all, _signal_all, _tree
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -136,35 +136,42 @@ def _stub_selfcheck():
 
 
 class Zygote:
-    def __init__(self, control: socket.socket):
-        self.control = control
-        self.children: dict[int, dict] = {}     # pid -> {"uid", "scratch"}
+    """Forks the children of one job, or of several (a class run's jobs share one worker as root:
+    one preload, not one per job). Each job has a control socket of its own; a child belongs to
+    the socket that asked for it, and only that socket can end it. When a socket hangs up, its
+    children are ended; when the last one does, the worker stops."""
+
+    def __init__(self, controls: list[socket.socket]):
+        self.controls = list(controls)
+        self.children: dict[int, dict] = {}     # pid -> {"uid", "scratch", "owner", ...}
         self.uid_mode = _can_change_user()
 
     # -- spawning ------------------------------------------------------------------------
-    def spawn(self, request: dict, conn_fd: int) -> dict:
+    def spawn(self, request: dict, conn_fd: int, owner: int = 0) -> dict:
         # Neither a child's uid nor its scratch folder's name counts the children started before
         # it (a lesson-06 subject could otherwise tell how many subjects ran before it): both drawn
         # at random, the uid among those no live child holds
         import secrets
         uid = None
         if self.uid_mode and request.get("uid_base") is not None:
-            taken = {info["uid_drawn"] for info in self.children.values()}
-            uid = int(request["uid_base"]) + secrets.choice([n for n in range(1000) if n not in taken])
+            base = int(request["uid_base"])
+            taken = {info["uid_taken"] for info in self.children.values()}   # every job's live children
+            uid = base + secrets.choice([n for n in range(1000) if base + n not in taken])
         scratch = os.path.join(request["scratch_root"], f"s-{secrets.token_hex(8)}")
         settings = dict(request, uid=uid, scratch=scratch)
         ready_r, ready_w = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(ready_r)
-            self.control.close()
+            for control in self.controls:
+                control.close()
             serve_child(conn_fd, settings, ready_w)
         os.close(ready_w)
         os.close(conn_fd)
         # a uid that is only the child's real uid (files_as_root) does not identify its processes
         # in /proc: those are found by the process tree, as where uids are shared
         self.children[pid] = {"uid": None if request.get("files_as_root") else uid, "scratch": scratch,
-                              "uid_drawn": None if uid is None else uid - int(request["uid_base"])}
+                              "uid_taken": uid, "owner": owner}
         # the child reports its layers once confined (or why it could not be); bounded wait
         report = _read_all(ready_r, deadline=time.monotonic() + 20)
         try:
@@ -174,10 +181,13 @@ class Zygote:
         return {"pid": pid, **layers}
 
     # -- ending --------------------------------------------------------------------------
-    def end(self, pid: int) -> dict:
-        info = self.children.pop(pid, None)
+    def end(self, pid: int, owner: int = 0) -> dict:
+        info = self.children.get(pid)
         if info is None:
             return {"ended": True, "note": "unknown child"}
+        if info["owner"] != owner:
+            return {"ended": False, "error": "another job's child"}
+        del self.children[pid]
         me, uid = os.getpid(), info["uid"]
         for _ in range(200):
             table = _processes()
@@ -203,28 +213,47 @@ class Zygote:
         return {"ended": True}
 
     def serve(self) -> None:
-        while True:
-            try:
-                msg, fds, _flags, _addr = socket.recv_fds(self.control, 65536, 1)
-            except OSError:
-                return
-            if not msg:
-                return
-            try:
-                request = json.loads(msg)
-                if request.get("op") == "spawn" and fds:
-                    reply = self.spawn(request, fds[0])
-                elif request.get("op") == "end":
-                    reply = self.end(int(request["pid"]))
-                elif request.get("op") == "load":
-                    started = time.monotonic()
-                    reply = {"loaded": load_extras(request.get("extras") or ()),
-                             "seconds": time.monotonic() - started}
-                else:
-                    reply = {"error": f"unknown request {request.get('op')!r}"}
-            except Exception as exc:  # never die on one bad request
-                reply = {"error": f"{type(exc).__name__}: {exc}"}
-            self.control.sendall(json.dumps(reply).encode())
+        import select
+        while self.controls:
+            ready, _, _ = select.select(self.controls, [], [])
+            for control in ready:
+                self._answer(control)
+
+    def _answer(self, control: socket.socket) -> None:
+        owner = control.fileno()
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(control, 65536, 1)
+        except OSError:
+            msg, fds = b"", []
+        if not msg:
+            self._hang_up(control)
+            return
+        try:
+            request = json.loads(msg)
+            if request.get("op") == "spawn" and fds:
+                reply = self.spawn(request, fds[0], owner)
+            elif request.get("op") == "end":
+                reply = self.end(int(request["pid"]), owner)
+            elif request.get("op") == "load":
+                started = time.monotonic()
+                reply = {"loaded": load_extras(request.get("extras") or ()),
+                         "seconds": time.monotonic() - started}
+            else:
+                reply = {"error": f"unknown request {request.get('op')!r}"}
+        except Exception as exc:  # never die on one bad request
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        try:
+            control.sendall(json.dumps(reply).encode())
+        except OSError:
+            self._hang_up(control)
+
+    def _hang_up(self, control: socket.socket) -> None:
+        """A job is done (or gave this worker up): its children are ended, its socket closed."""
+        owner = control.fileno()
+        for pid in [p for p, info in self.children.items() if info["owner"] == owner]:
+            self.end(pid, owner)
+        self.controls.remove(control)
+        control.close()
 
 
 def _can_change_user() -> bool:
@@ -261,23 +290,6 @@ def _as_user(uid: int, action) -> None:
             return
         time.sleep(0.001)
     os.kill(pid, signal.SIGKILL)
-
-
-def _read_all(fd: int, deadline: float) -> bytes:
-    import select
-    data = b""
-    try:
-        while time.monotonic() < deadline and len(data) < 65536:
-            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                break
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        os.close(fd)
-    return data
 
 
 # ------------------------------------------------------------------------------------ the child
@@ -342,7 +354,9 @@ def use_user_site(path: str | None) -> None:
         sys.path[:] = before[:first] + [p for p in sys.path if p not in before] + before[first:]
 
 
-def zygote(control_fd: int, extras=(), user_site: str | None = None) -> None:
+def zygote(control_fds, extras=(), user_site: str | None = None) -> None:
+    """The worker: load everything once, then fork children for the job on each control socket
+    (`control_fds`: one fd, or one per job of a class run, each with a /tmp/job<k> of its own)."""
     use_user_site(user_site)
     started = time.monotonic()
     loaded = _preload(extras)
@@ -355,13 +369,16 @@ def zygote(control_fd: int, extras=(), user_site: str | None = None) -> None:
         ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except OSError:
         pass
-    control = socket.socket(fileno=control_fd)
+    fds = [control_fds] if isinstance(control_fds, int) else list(control_fds)
+    controls = [socket.socket(fileno=fd) for fd in fds]
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
-    control.sendall(json.dumps({"ready": True, "pid": os.getpid(), "uid_mode": _can_change_user(),
-                                "loaded": loaded, "seconds": seconds}).encode())
-    Zygote(control).serve()
+    for k, control in enumerate(controls):
+        control.sendall(json.dumps({"ready": True, "pid": os.getpid(), "uid_mode": _can_change_user(),
+                                    "loaded": loaded, "seconds": seconds,
+                                    "scratch_root": f"/tmp/job{k}" if len(controls) > 1 else None}).encode())
+    Zygote(controls).serve()
 
 
 if __name__ == "__main__":
