@@ -1,7 +1,8 @@
 """Grade many students: in parallel, with a progress bar, resumable, writing per-student files.
 
-Each parallel job is a grader process with its own preloaded worker (sandbox.py), so torch is
-imported once per job, not once per student. With `out_dir`, each student gets
+Each parallel job is a grader process with a preloaded worker (sandbox.py), so torch is imported
+once per job, not once per student; as root the jobs share one worker (launch.prelaunch_shared),
+so torch is imported once per class run. With `out_dir`, each student gets
 `<out_dir>/students/<student>/results.json` and `feedback.md` (in a folder of their own, so no
 student's name can collide with a class-level file), written atomically after that student
 is graded, plus a `fingerprint` of the files graded; a restarted run skips students whose
