@@ -4,6 +4,7 @@ says it is ready must be replaced, not trusted."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -134,7 +135,7 @@ def test_the_fork_server_is_killed_at_the_end_not_asked_to_shut_down(tmp_path, m
 def test_jobs_sharing_a_worker_keep_their_children_apart():
     """As root, a class run's jobs share one preloaded worker (prelaunch_shared). The children of
     two jobs then run at the same time in the same namespaces; each job's children have their own
-    tmpfs (/tmp/job<k>, capped on its own), uids no other live child holds, and only the job that
+    tmpfs (/tmp/job-<random>, capped on its own), uids no other live child holds, and only the job that
     started a child can end it. A job that gives the worker up leaves the other job's children be."""
     from autograder.isolate.sandbox import prelaunch_shared
     memory = 64 * 1024 ** 2      # also each job's tmpfs: small enough to fill here
@@ -163,8 +164,16 @@ def test_jobs_sharing_a_worker_keep_their_children_apart():
         for child in children:
             child.request("exec", 10.0, label="probe", source=probe)
         places = [child.request("call", 10.0, target=["name", "where"])["result"] for child in children]
-        assert places[0][0].startswith("/tmp/job0/") and places[1][0].startswith("/tmp/job1/")
+        roots = [box._shared_scratch for box in boxes]
+        assert roots[0] != roots[1] and all(re.fullmatch(r"/tmp/job-[0-9a-f]{16}", r) for r in roots)
+        assert places[0][0].startswith(roots[0] + "/") and places[1][0].startswith(roots[1] + "/")
         assert places[0][1] != places[1][1] and 0 not in (places[0][1], places[1][1])
+        assert any("its jobs share them" in layer for layer in boxes[0].describe())
+        # the other job's folder cannot be found: /tmp cannot be listed (its name is random)
+        children[0].request("exec", 10.0, label="look", source=(
+            "def look():\n    try:\n        return os.listdir('/tmp')\n    except OSError as exc:\n"
+            "        return exc.errno\n"))
+        assert children[0].request("call", 10.0, target=["name", "look"])["result"] == 13   # EACCES
         # job 0 fills its tmpfs; job 1's is untouched
         written, errno_ = children[0].request("call", 30.0, target=["name", "fill"])["result"]
         assert errno_ == 28 and written <= 64                                    # ENOSPC, at its own cap

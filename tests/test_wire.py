@@ -181,3 +181,21 @@ def test_shapes_are_asked_again_once_anything_else_was_asked():
     assert ns["Grows"] is not None and not sub.executor.handles[module._number].training
     module.load_parameters({"a.bias": torch.zeros(2)}, mode=True)
     assert sub.executor.handles[module._number].training
+
+
+def test_a_module_with_empty_projections_fails_its_checks_not_the_grader():
+    """nn.Linear(0, 0) is a real module (and a forged handle can report shapes of 0): the parameter
+    check says what is wrong, it never divides by zero (a red-team finding)."""
+    from autograder.grading.compare import Mismatch
+    from autograder.grading.parameters import linear_shapes, load_lenient, random_parameters
+
+    class Empty:
+        def parameters(self):
+            return {"w_q.weight": (0, 0), "w_q.bias": (0,), "w_k.weight": (8, 8), "w_k.bias": (8,)}
+
+        def load_parameters(self, values, strict=True, mode=None):
+            raise AssertionError("nothing may be loaded into a module of the wrong shape")
+
+    shapes = linear_shapes(["w_q", "w_k"], 8, 8)
+    with pytest.raises(Mismatch, match="w_q.weight has shape"):
+        load_lenient(Empty(), shapes, random_parameters(np.random.default_rng(0), shapes), "MultiHeadAttention(8, 2)")

@@ -111,9 +111,9 @@ def _shared_per_head(have, want, name, all_have) -> bool:
     if name.endswith(".bias"):
         w = all_have.get(name[:-len("bias")] + "weight")
         return w is not None and len(have) == 1 and len(want) == 1 and tuple(w) == (have[0], have[0]) \
-            and have[0] < want[0] and want[0] % have[0] == 0
+            and 0 < have[0] < want[0] and want[0] % have[0] == 0
     return len(have) == 2 and len(want) == 2 and want[0] == want[1] and have[0] == have[1] \
-        and have[0] < want[0] and want[0] % have[0] == 0
+        and 0 < have[0] < want[0] and want[0] % have[0] == 0
 
 
 def projections_unused(module, params, rng, call, before, names, load):

@@ -18,6 +18,7 @@ system (Debian's `bubblewrap`). Inside, the worker has:
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import site
 import sys
@@ -109,19 +110,22 @@ def user_site() -> str | None:
     return path if os.path.realpath(path) in here else None
 
 
-def _boot(path: str, control_fd, extras) -> str:
+def _boot(path: str, control_fd, extras, scratch_roots=None) -> str:
     """The worker's first line of Python: `extras` (worker.EXTRAS names) are loaded before it is
-    ready. `control_fd`: one fd, or a list (one per job sharing the worker)."""
+    ready. `control_fd`: one fd, or a list (one per job sharing the worker, with its scratch root)."""
     extras = [e for e in extras if isinstance(e, str) and e.isidentifier()]
     fds = int(control_fd) if isinstance(control_fd, int) else [int(fd) for fd in control_fd]
-    return (f"import sys; sys.path.insert(0, {path!r}); "
-            f"from autograder.isolate.worker import zygote; zygote({fds!r}, {extras!r}, {user_site()!r})")
+    return (f"import sys; sys.path.insert(0, {path!r}); from autograder.isolate.worker import zygote; "
+            f"zygote({fds!r}, {extras!r}, {user_site()!r}, {scratch_roots!r})")
 
 
 def worker_command(bwrap: str, control_fd, as_root: bool, tmp_bytes: int = 2 * 1024 ** 3,
                    extras=()) -> list[str]:
-    """`control_fd`: one fd, or one per job sharing the worker; each of those jobs gets a /tmp/job<k>
-    of its own, a tmpfs capped like /tmp, so that one student's files cannot fill another's."""
+    """`control_fd`: one fd, or one per job sharing the worker; each of those jobs gets a tmpfs of
+    its own, capped like /tmp, so that one student's files cannot fill another's. Its name
+    (/tmp/job-<random>) is known only to the worker and that job's children: Landlock does not
+    cover stat(), so a child that knew another job's folder could watch its free space."""
+    roots = None if isinstance(control_fd, int) else [f"/tmp/job-{secrets.token_hex(8)}" for _ in control_fd]
     args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--as-pid-1",
             "--cap-drop", "ALL"]
@@ -143,9 +147,8 @@ def worker_command(bwrap: str, control_fd, as_root: bool, tmp_bytes: int = 2 * 1
     # /tmp is RAM: its size is capped, or scratch files would be memory beyond the limit. It is
     # mounted first, so that a virtual environment under the host's /tmp can be bound into it
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
-    if not isinstance(control_fd, int):
-        for k in range(len(control_fd)):
-            args += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", f"/tmp/job{k}"]
+    for root in roots or ():
+        args += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", root]
     binds = [(f, f) for f in ("/etc/ld.so.cache", "/etc/localtime") if os.path.exists(f)]
     binds += [(p, p) for p in python_paths()]
     binds += [(str(PACKAGE / m), f"{WORKER_HOME}/autograder/{m}") for m in WORKER_MODULES]
@@ -171,7 +174,7 @@ def worker_command(bwrap: str, control_fd, as_root: bool, tmp_bytes: int = 2 * 1
     args += ["--chdir", "/tmp", "--clearenv"]
     for key, value in sandbox_env(extras).items():
         args += ["--setenv", key, value]
-    return args + ["--", sys.executable, "-s", "-P", "-c", _boot(WORKER_HOME, control_fd, extras)]
+    return args + ["--", sys.executable, "-s", "-P", "-c", _boot(WORKER_HOME, control_fd, extras, roots)]
 
 
 def direct_command(control_fd: int, extras=()) -> tuple[list[str], dict]:

@@ -100,7 +100,7 @@ class Sandbox:
         self._control = None
         self._pending = None                  # a bubblewrap worker started early (begin)
         self._scratch_root = None
-        self._shared_scratch = None           # this job's /tmp/job<k> in a worker shared by jobs (adopt)
+        self._shared_scratch = None           # this job's /tmp/job-<random> in a worker shared by jobs (adopt)
         self._spawn_settings = None           # (namespaces, the settings every child gets)
         self.spawned = 0
         self.loaded: set[str] = set()         # the extras the worker has loaded
@@ -172,7 +172,7 @@ class Sandbox:
         prelaunch). If it does not say it is ready, it is ended (a shared one: given up), and the
         first spawn starts a worker of this job's own, as if there had been none. `shared`: the
         worker serves other jobs too (prelaunch_shared): this job's children go in its own
-        /tmp/job<k>, and closing gives the worker up (it ends this job's children) instead of
+        /tmp/job-<random>, and closing gives the worker up (it ends this job's children) instead of
         killing it; the main process ends it."""
         proc = _Adopted(pid)
         control.settimeout(START_TIMEOUT)
@@ -181,7 +181,7 @@ class Sandbox:
         except (OSError, ValueError):
             hello = {}
         scratch = hello.get("scratch_root")
-        if not hello.get("ready") or (shared and not (isinstance(scratch, str) and scratch.startswith("/tmp/job"))):
+        if not hello.get("ready") or (shared and not (isinstance(scratch, str) and scratch.startswith("/tmp/job-"))):
             control.close()
             if not shared:
                 _kill_group(proc)
@@ -278,8 +278,10 @@ class Sandbox:
                 self.close()
                 raise SandboxBroken(reply["error"])
             raise SandboxUnavailable(reply["error"])
-        self.layers = (["bubblewrap: own PID, network, IPC and mount namespaces; minimal read-only filesystem"]
-                       if self.namespaces else []) + list(reply.get("layers", []))
+        self.layers = ([("bubblewrap: PID, network, IPC and mount namespaces of this class run's own (its jobs share "
+                         "them, each with a scratch tmpfs of its own)" if self._shared_scratch else
+                         "bubblewrap: own PID, network, IPC and mount namespaces")
+                        + "; minimal read-only filesystem"] if self.namespaces else []) + list(reply.get("layers", []))
         if not self.namespaces and not any(l.startswith("Landlock") for l in self.layers) \
                 and not self.allow_unsandboxed:
             self.end(reply["pid"])

@@ -342,9 +342,9 @@ def use_user_site(path: str | None) -> None:
         sys.path[:] = before[:first] + [p for p in sys.path if p not in before] + before[first:]
 
 
-def zygote(control_fds, extras=(), user_site: str | None = None) -> None:
+def zygote(control_fds, extras=(), user_site: str | None = None, scratch_roots=None) -> None:
     """The worker: load everything once, then fork children for the job on each control socket
-    (`control_fds`: one fd, or one per job of a class run, each with a /tmp/job<k> of its own)."""
+    (`control_fds`: one fd, or one per job of a class run, each with a tmpfs of its own: `scratch_roots`)."""
     use_user_site(user_site)
     started = time.monotonic()
     loaded = _preload(extras)
@@ -365,7 +365,7 @@ def zygote(control_fds, extras=(), user_site: str | None = None) -> None:
     for k, control in enumerate(controls):
         control.sendall(json.dumps({"ready": True, "pid": os.getpid(), "uid_mode": _can_change_user(),
                                     "loaded": loaded, "seconds": seconds,
-                                    "scratch_root": f"/tmp/job{k}" if len(controls) > 1 else None}).encode())
+                                    "scratch_root": scratch_roots[k] if scratch_roots else None}).encode())
     Zygote(controls).serve()
 
 
