@@ -3,7 +3,14 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +93,62 @@ def test_same_submission_same_json(tmp_path):
         assert run.returncode == 0
         outs.append((tmp_path / name).read_text())
     assert outs[0] == outs[1]
+
+
+def _marked(marker: str) -> dict[int, str]:
+    """Processes whose environment holds `marker`, and the bubblewrap workers they started: {pid: cmdline}."""
+    found, parents = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            parents[int(entry)] = (int(stat[stat.rindex(")") + 2:].split()[1]), cmdline)
+            if marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
+                found[int(entry)] = cmdline
+        except (OSError, ValueError):
+            pass
+    grown = True
+    while grown:   # the sandboxed workers have an environment of their own: found as descendants
+        more = {pid: cmd for pid, (ppid, cmd) in parents.items() if ppid in found and pid not in found}
+        found.update(more)
+        grown = bool(more)
+    return found
+
+
+def test_a_killed_class_run_leaves_nothing_behind(tmp_path):
+    """A TA's `kill` (or a CI time-out) ends the grader: its jobs, their fork server and the
+    sandboxed workers must go with it, not wait forever with torch loaded."""
+    for name in ("ada", "bob", "cyd", "dan"):
+        for lesson in ("03_self_attention_head", "05_multi_head_attention"):
+            (tmp_path / "class" / name).mkdir(parents=True, exist_ok=True)
+            shutil.copy(COURSE[lesson].solution_path, tmp_path / "class" / name / f"{lesson}.ipynb")
+    marker = f"AUTOGRADER_TEST_MARK_{uuid.uuid4().hex}"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{marker: "1"})
+    grader = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(tmp_path / "class"), "--jobs", "2",
+                               "--out", str(tmp_path / "out")], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:   # until the jobs and a worker run
+            running = _marked(marker)
+            if sum("forkserver" in cmd for cmd in running.values()) >= 3 and any("zygote" in cmd for cmd in running.values()):
+                break
+            assert grader.poll() is None, "the class run ended before it could be killed"
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the jobs did not start: {_marked(marker)}")
+        grader.terminate()
+        grader.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while _marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _marked(marker)
+    finally:
+        for pid in _marked(marker):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    assert not left, f"processes outlived the killed grader: {left}"

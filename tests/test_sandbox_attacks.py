@@ -261,7 +261,28 @@ RESULT = "started"
         assert len(host_processes_with(marker)) >= 2, "the test's daemons did not start"
     finally:
         child.close()
+    # The worker answers once it has stopped and killed them (the kernel then takes a few ms to take
+    # them apart): none may run again, and none may be left a moment later
+    for pid in host_processes_with(marker):
+        assert cannot_run_again(pid), f"process {pid} the submission started can still run after its child ended"
+    deadline = time.monotonic() + 2
+    while host_processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert host_processes_with(marker) == [], "a process the submission started outlived its child"
+
+
+def cannot_run_again(pid: int) -> bool:
+    """Gone, exiting (PF_EXITING), a zombie, or with SIGKILL pending (for it or its thread group)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+        status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    except OSError:
+        return True
+    fields = stat_line[stat_line.rindex(")") + 2:].split()
+    state, flags = fields[0], int(fields[6])
+    sigkill = 1 << (9 - 1)
+    return state in ("Z", "X") or bool(flags & 0x4) or bool(
+        (int(status["SigPnd"], 16) | int(status["ShdPnd"], 16)) & sigkill)
 
 
 # ------------------------------------------------------------------------------ untrusted bytes and time

@@ -30,12 +30,15 @@ _grader_loaded = False
 PRELOAD_LESSONS = "AUTOGRADER_PRELOAD_LESSONS"    # the lessons of a class run, for its fork server
 
 
-def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None, lessons=()):
+def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None, lessons=(), main_pid=None):
     """Set up one job: its sandbox, with the worker the main process started for it (one of
     `prelaunched`, (pid, control socket) pairs; `taken` counts the ones already adopted), and
     the grader's side of `lessons` (the lessons it will grade). torch is imported, here and in
-    the worker, only when one of those lessons uses it."""
+    the worker, only when one of those lessons uses it. With `main_pid`, the job ends when that
+    process does (see _end_with)."""
     global _sandbox
+    if main_pid is not None:
+        _end_with(main_pid)
     from autograder.isolate.sandbox import Sandbox
     extras = job_extras(lessons)
     _sandbox = Sandbox(memory_bytes=memory_bytes, allow_unsandboxed=allow_unsandboxed, extras=extras)
@@ -61,6 +64,32 @@ def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None,
     except Exception as exc:   # said once per student (below), never hidden by a broken pool
         global _init_error
         _init_error = exc
+
+
+def _end_with(main_pid: int) -> None:
+    """A job's parent is multiprocessing's fork server, not the grader: killed (a TA's `kill`, a CI
+    time-out), the grader would leave its jobs waiting forever to hand in a result, each with its
+    worker and torch loaded. A thread of the job waits for the grader's end and ends the job
+    (its worker goes with it: bubblewrap's --die-with-parent)."""
+    import select
+
+    def watch():
+        try:
+            fd = os.pidfd_open(main_pid)
+        except (AttributeError, OSError):   # no pidfd (Linux < 5.3): look twice a second
+            while True:
+                try:
+                    os.kill(main_pid, 0)
+                except ProcessLookupError:
+                    break
+                except OSError:
+                    pass
+                select.select([], [], [], 0.5)
+        else:
+            select.select([fd], [], [])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="end-with-the-grader", daemon=True).start()
 
 
 def job_extras(lessons) -> tuple[str, ...]:
@@ -186,7 +215,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
             with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_job_init,
                                      initargs=(memory_bytes, allow_unsandboxed,
                                                [(proc.pid, control, flag) for proc, control, flag in prelaunched],
-                                               taken, lessons)) as pool:
+                                               taken, lessons, os.getpid())) as pool:
                 futures = [pool.submit(_grade_one, s, {k: str(v) for k, v in nbs.items()}, time_limit)
                            for s, nbs in todo.items()]
                 for future in _progress(as_completed(futures), progress, len(futures)):

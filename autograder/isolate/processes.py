@@ -1,13 +1,12 @@
 """Isolate: the process table, read from /proc: who is whose child, and signalling a whole tree.
 
-Used inside the sandbox by the worker (worker.py: ending a child and everything it started, and
-reading a new child's report) and outside by the grader (launch.py: ending a worker). Runs in the sandbox, so it imports nothing
+Used inside the sandbox by the worker (worker.py: ending a child and everything it started) and
+outside by the grader (launch.py: ending a worker). Runs in the sandbox, so it imports nothing
 but the standard library.
 """
 from __future__ import annotations
 
 import os
-import time
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
@@ -50,21 +49,3 @@ def _signal_all(pids, sig) -> None:
             os.kill(pid, sig)
         except OSError:
             pass
-
-
-def _read_all(fd: int, deadline: float) -> bytes:
-    """Everything written to `fd` until its writer closes it (or 64 KB), by `deadline`; closes it."""
-    import select
-    data = b""
-    try:
-        while time.monotonic() < deadline and len(data) < 65536:
-            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                break
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        os.close(fd)
-    return data

@@ -28,6 +28,20 @@ from autograder.run.errors import SandboxBroken, SandboxUnavailable, StudentErro
 DEFAULT_TIME_LIMIT = 10.0                 # seconds per exercise
 START_TIMEOUT = 120.0                     # importing torch on a cold, busy machine
 CONTROL_TIMEOUT = 30.0                    # spawning or ending one child
+CONFINE_TIMEOUT = 20.0                    # a new child confining itself and reporting
+
+
+def _confinement_report(sock: socket.socket) -> dict:
+    """A new child's first frame, written once it has confined itself and before it runs any
+    student code: {"layers": [...]}, or {"error": why it could not}."""
+    try:
+        sock.settimeout(CONFINE_TIMEOUT)
+        report = wire.decode(wire.recv(sock, time.monotonic() + CONFINE_TIMEOUT), tensors=False)
+    except (OSError, EOFError, wire.WireError):
+        return {"error": "the child stopped while confining itself"}
+    if not (isinstance(report, dict) and (isinstance(report.get("layers"), list) or isinstance(report.get("error"), str))):
+        return {"error": "the child sent an unreadable report"}
+    return {k: report[k] for k in ("layers", "error") if k in report}
 
 
 class Child:
@@ -71,7 +85,8 @@ class Child:
         raise StudentError(error)
 
     def close(self) -> None:
-        """End the child and everything it started; returns once the worker confirms it."""
+        """End the child and everything it started; returns once the worker has stopped and killed
+        all of it (none of it runs again; the kernel takes it apart in the following milliseconds)."""
         if self.alive:
             self.alive = False
             try:
@@ -271,6 +286,7 @@ class Sandbox:
         if "pid" not in reply:
             ours.close()
             raise SandboxBroken(reply.get("error", "the worker could not start a child"))
+        reply.update(_confinement_report(ours))
         if "error" in reply:
             self.end(reply["pid"])
             ours.close()
@@ -295,8 +311,9 @@ class Sandbox:
         return Child(self, int(reply["pid"]), ours, self.layers)
 
     def end(self, pid: int) -> None:
-        """Kill a child and all it started; if the worker cannot confirm it, kill the worker
-        (in bubblewrap, its PID namespace goes with it)."""
+        """Kill a child and all it started. The worker answers once all of it is stopped and killed,
+        and ends itself (in bubblewrap, its PID namespace goes with it) if it cannot then see all of
+        it gone (Zygote.sweep); an end it refuses (not this job's child) closes this sandbox."""
         if self._proc is None:
             return
         try:

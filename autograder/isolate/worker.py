@@ -4,11 +4,13 @@ It starts inside the sandbox (isolation/bwrap.py), imports NumPy and matplotlib 
 PyTorch and IPython only when a lesson to grade uses them (EXTRAS: a NumPy lesson never pays for
 torch), then answers the grader on its control socket:
 
-  {"op": "spawn", ...} + a socket fd  -> forks a child that confines itself (isolation/confine.py)
-                                         and then serves the grader's requests on that socket;
-                                         replies {"pid", "layers"} once the child is confined
-  {"op": "end", "pid": N}             -> kills that child and everything it started, removes its
-                                         scratch folder, replies {"ended": true}
+  {"op": "spawn", ...} + a socket fd  -> forks a child that confines itself (isolation/confine.py),
+                                         reports {"layers"} (or {"error"}) as its first frame on that
+                                         socket, and then serves the grader's requests on it;
+                                         replies {"pid"} at once
+  {"op": "end", "pid": N}             -> stops and kills that child and everything it started,
+                                         replies {"ended": true} at once; removes its scratch
+                                         folder once all of it is seen gone (Zygote.sweep)
   {"op": "load", "extras": [...]}     -> imports (and warms up) more of EXTRAS, for the children
                                          forked after it; replies {"loaded": [...], "seconds"}
 
@@ -27,9 +29,11 @@ import socket
 import sys
 import time
 
-from autograder.isolate.processes import _processes, _read_all, _signal_all, _tree
+from autograder.isolate.processes import _processes, _signal_all, _tree
 
 PR_SET_CHILD_SUBREAPER = 36
+SWEEP_EVERY = 0.001      # seconds between passes while an ended child is not yet gone
+MAX_SWEEPS = 500         # ~0.5 s of passes (a killed torch-sized process takes ~3 ms to go)
 
 
 def _vm_bytes() -> int:
@@ -132,6 +136,7 @@ class Zygote:
     def __init__(self, controls: list[socket.socket]):
         self.controls = list(controls)
         self.children: dict[int, dict] = {}     # pid -> {"uid", "scratch", "owner", ...}
+        self.dying: dict[int, dict] = {}        # ended, not yet seen gone: the same, and "sweeps"
         self.uid_mode = _can_change_user()
 
     # -- spawning ------------------------------------------------------------------------
@@ -143,69 +148,88 @@ class Zygote:
         uid = None
         if self.uid_mode and request.get("uid_base") is not None:
             base = int(request["uid_base"])
-            taken = {info["uid_taken"] for info in self.children.values()}   # every job's live children
+            taken = {info["uid_taken"] for info in [*self.children.values(), *self.dying.values()]}
             uid = base + secrets.choice([n for n in range(1000) if base + n not in taken])
         scratch = os.path.join(request["scratch_root"], f"s-{secrets.token_hex(8)}")
         settings = dict(request, uid=uid, scratch=scratch)
-        ready_r, ready_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.close(ready_r)
             for control in self.controls:
                 control.close()
-            serve_child(conn_fd, settings, ready_w)
-        os.close(ready_w)
+            serve_child(conn_fd, settings)
         os.close(conn_fd)
         # a uid that is only the child's real uid (files_as_root) does not identify its processes
         # in /proc: those are found by the process tree, as where uids are shared
         self.children[pid] = {"uid": None if request.get("files_as_root") else uid, "scratch": scratch,
                               "uid_taken": uid, "owner": owner}
-        # the child reports its layers once confined (or why it could not be); bounded wait
-        report = _read_all(ready_r, deadline=time.monotonic() + 20)
-        try:
-            layers = json.loads(report) if report else {"error": "the child stopped while confining itself"}
-        except ValueError:
-            layers = {"error": "the child sent an unreadable report"}
-        return {"pid": pid, **layers}
+        # The child reports its layers (or why it could not confine itself) to the grader, as the
+        # first frame on its socket: the worker answers at once and is free for the other job
+        return {"pid": pid}
 
     # -- ending --------------------------------------------------------------------------
     def end(self, pid: int, owner: int = 0) -> dict:
+        """Stop and kill the child and everything it started, and answer at once: the kernel takes a
+        few milliseconds to take a torch-sized process apart, and the grader (or, in a shared worker,
+        the other job) need not wait for it. Until the child and all it started are seen gone
+        (`sweep`), its uid stays taken, so no new child can get it; then its scratch is removed."""
         info = self.children.get(pid)
         if info is None:
             return {"ended": True, "note": "unknown child"}
         if info["owner"] != owner:
             return {"ended": False, "error": "another job's child"}
         del self.children[pid]
-        me, uid = os.getpid(), info["uid"]
-        for _ in range(200):
-            table = _processes()
-            doomed = set(_tree(pid, table)) if pid in table else set()
-            live_roots = set(self.children)
-            for other, (ppid, owner) in table.items():
-                # strays: processes the kernel re-parented to us that are not a live child's tree
-                if ppid == me and other not in live_roots:
-                    doomed.update(_tree(other, table))
-                if uid is not None and owner == uid:   # a uid no other process can take
-                    doomed.add(other)
-            doomed.discard(me)
-            if not doomed:
-                break
-            _signal_all(doomed, signal.SIGSTOP)   # stopped processes cannot fork any more
-            _signal_all(doomed, signal.SIGKILL)
-            time.sleep(0.001)
-        else:
-            return {"ended": False}
-        shutil.rmtree(info["scratch"], ignore_errors=True)
-        if os.path.exists(info["scratch"]) and uid is not None:
-            _as_user(uid, lambda: shutil.rmtree(info["scratch"], ignore_errors=True))
+        self.dying[pid] = dict(info, sweeps=0)
+        self.sweep()
         return {"ended": True}
+
+    def sweep(self) -> None:
+        """One pass over the process table: every process of a dying child's tree or uid, and every
+        stray (re-parented to the worker, not a live child's), is stopped (a stopped process cannot
+        fork) and killed. Dying children of which nothing is left are done: their scratch folders
+        are removed. One that cannot be seen gone after MAX_SWEEPS passes ends the worker (and, in
+        bubblewrap, the PID namespace with everything in it): nothing it started may outlive it."""
+        me = os.getpid()
+        table = _processes()
+        live_roots = set(self.children)
+        dying_uids = {info["uid"] for info in self.dying.values() if info["uid"] is not None}
+        doomed: set[int] = set()
+        left: dict[int, set[int]] = {}
+        for pid, info in self.dying.items():
+            left[pid] = set(_tree(pid, table)) if pid in table else set()
+            if info["uid"] is not None:
+                left[pid].update(other for other, (_, uid) in table.items() if uid == info["uid"])
+            doomed |= left[pid]
+        for other, (ppid, _) in table.items():
+            # strays: processes the kernel re-parented to us that are not a live child's tree
+            if ppid == me and other not in live_roots:
+                doomed.update(_tree(other, table))
+            elif table[other][1] in dying_uids:
+                doomed.add(other)
+        doomed.discard(me)
+        if doomed:
+            _signal_all(doomed, signal.SIGSTOP)
+            _signal_all(doomed, signal.SIGKILL)
+        for pid in list(self.dying):
+            info = self.dying[pid]
+            if left[pid] - {me}:
+                info["sweeps"] += 1
+                if info["sweeps"] > MAX_SWEEPS:
+                    os._exit(5)
+                continue
+            del self.dying[pid]
+            shutil.rmtree(info["scratch"], ignore_errors=True)
+            if os.path.exists(info["scratch"]) and info["uid"] is not None:
+                _as_user(info["uid"], lambda: shutil.rmtree(info["scratch"], ignore_errors=True))
 
     def serve(self) -> None:
         import select
-        while self.controls:
-            ready, _, _ = select.select(self.controls, [], [])
+        while self.controls or self.dying:
+            # while a child is dying, look again every millisecond between requests
+            ready, _, _ = select.select(self.controls, [], [], SWEEP_EVERY if self.dying else None)
             for control in ready:
                 self._answer(control)
+            if self.dying:
+                self.sweep()
 
     def _answer(self, control: socket.socket) -> None:
         owner = control.fileno()
@@ -282,18 +306,15 @@ def _as_user(uid: int, action) -> None:
 
 # ------------------------------------------------------------------------------------ the child
 
-def serve_child(conn_fd: int, settings: dict, ready_fd: int) -> None:
-    """Body of a forked child: confine, report, then serve requests. Never returns."""
+def serve_child(conn_fd: int, settings: dict) -> None:
+    """Body of a forked child: confine, report on its socket, then serve requests. Never returns."""
     code = 0
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
-        low = 3
-        for keep in sorted((conn_fd, ready_fd)):   # nothing of the worker's stays open
-            os.closerange(low, keep)
-            low = keep + 1
-        os.closerange(low, 1 << 16)
+        os.closerange(3, conn_fd)   # nothing of the worker's stays open
+        os.closerange(conn_fd + 1, 1 << 16)
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):   # a student's prints can never pose as results
             os.dup2(devnull, fd)
@@ -301,20 +322,20 @@ def serve_child(conn_fd: int, settings: dict, ready_fd: int) -> None:
         sys.stdout = open(os.devnull, "w")
         sys.stderr = open(os.devnull, "w")
         from autograder.isolate.confine import confine
+        from autograder.run import wire
+        sock = socket.socket(fileno=conn_fd)
         try:
             layers = confine(settings, _vm_bytes())
             report = {"layers": layers}
         except Exception as exc:
             report = {"error": f"could not confine the worker: {type(exc).__name__}: {exc}"}
-        os.write(ready_fd, json.dumps(report).encode())
-        os.close(ready_fd)
+        # written before any student code runs: the grader reads it before its first request
+        wire.send(sock, wire.encode(report))
         if "error" in report:
             os._exit(4)
         from autograder.run.executor import Executor
-        from autograder.run import wire
         executor = Executor()
         executor.layers = layers
-        sock = socket.socket(fileno=conn_fd)
         while True:
             fds: list[int] = []
             try:
