@@ -271,6 +271,61 @@ RESULT = "started"
     assert host_processes_with(marker) == [], "a process the submission started outlived its child"
 
 
+COMET = """
+import os, signal
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+while True:          # fork, and let the parent go: a process whose pid never stays the same
+    try:
+        if os.fork():
+            os._exit(0)
+    except OSError:
+        pass
+"""
+
+
+def test_pid_hopping_processes_die_with_the_child(box):
+    """Thirty "comets" that fork and exit again and again (a reaper thread keeps them under the
+    process limit), so that one may fork between a sweep's scan of /proc and its signals. The
+    worker sweeps until a pass finds nothing at all: none is left, none comes back while the next
+    child runs. (Found by a red-team review: a sweep that forgot a stray once the ended child's own
+    tree was gone would have let one run on.)"""
+    marker = f"autograder-comet-{uuid.uuid4().hex}"
+    code = f'''
+import os, sys, threading, time
+def reap():
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            time.sleep(0.001)
+threading.Thread(target=reap, daemon=True).start()
+for _ in range(30):
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-S", "-c", {COMET!r}, {marker!r}])
+time.sleep(0.5)
+RESULT = "started"
+'''
+    child = box.spawn()
+    try:
+        child.request("exec", 20, label="comets", source=code)
+        assert host_processes_with(marker), "the comets did not start"
+    finally:
+        child.close()
+    deadline = time.monotonic() + 2
+    while host_processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert host_processes_with(marker) == [], "a comet outlived its child"
+    after = box.spawn()
+    try:
+        seen = set()
+        until = time.monotonic() + 1
+        while time.monotonic() < until:
+            seen.update(host_processes_with(marker))
+        assert not seen, "a comet came back while the next child ran"
+    finally:
+        after.close()
+
+
 def cannot_run_again(pid: int) -> bool:
     """Gone, exiting (PF_EXITING), a zombie, or with SIGKILL pending (for it or its thread group)."""
     try:

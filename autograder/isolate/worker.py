@@ -185,41 +185,41 @@ class Zygote:
     def sweep(self) -> None:
         """One pass over the process table: every process of a dying child's tree or uid, and every
         stray (re-parented to the worker, not a live child's), is stopped (a stopped process cannot
-        fork) and killed. Dying children of which nothing is left are done: their scratch folders
-        are removed. One that cannot be seen gone after MAX_SWEEPS passes ends the worker (and, in
-        bubblewrap, the PID namespace with everything in it): nothing it started may outlive it."""
+        fork) and killed. After a pass that finds none, the dying children are done: their scratch
+        folders are removed, their uids free. If MAX_SWEEPS passes still find some, the worker ends
+        itself (in bubblewrap, the PID namespace goes with everything in it): nothing a child started
+        may outlive it."""
         me = os.getpid()
         table = _processes()
         live_roots = set(self.children)
         dying_uids = {info["uid"] for info in self.dying.values() if info["uid"] is not None}
         doomed: set[int] = set()
-        left: dict[int, set[int]] = {}
-        for pid, info in self.dying.items():
-            left[pid] = set(_tree(pid, table)) if pid in table else set()
-            if info["uid"] is not None:
-                left[pid].update(other for other, (_, uid) in table.items() if uid == info["uid"])
-            doomed |= left[pid]
-        for other, (ppid, _) in table.items():
+        for pid in self.dying:
+            if pid in table:
+                doomed.update(_tree(pid, table))
+        for other, (ppid, uid) in table.items():
             # strays: processes the kernel re-parented to us that are not a live child's tree
             if ppid == me and other not in live_roots:
                 doomed.update(_tree(other, table))
-            elif table[other][1] in dying_uids:
+            elif uid in dying_uids:
                 doomed.add(other)
         doomed.discard(me)
         if doomed:
+            # stopped, a process can no longer fork; a pass that still finds one keeps every dying
+            # child dying (and its uid taken), so nothing that forked between the scan and the
+            # signals is forgotten: a child is done only after a pass that finds nothing at all
             _signal_all(doomed, signal.SIGSTOP)
             _signal_all(doomed, signal.SIGKILL)
-        for pid in list(self.dying):
-            info = self.dying[pid]
-            if left[pid] - {me}:
+            for info in self.dying.values():
                 info["sweeps"] += 1
                 if info["sweeps"] > MAX_SWEEPS:
                     os._exit(5)
-                continue
-            del self.dying[pid]
+            return
+        for info in self.dying.values():
             shutil.rmtree(info["scratch"], ignore_errors=True)
             if os.path.exists(info["scratch"]) and info["uid"] is not None:
                 _as_user(info["uid"], lambda: shutil.rmtree(info["scratch"], ignore_errors=True))
+        self.dying.clear()
 
     def serve(self) -> None:
         import select
