@@ -108,21 +108,27 @@ def _load_grader(lessons, torch_too: bool) -> None:
     if _grader_loaded:
         return
     _grader_loaded = True
-    if torch_too:
-        import torch
-        torch.set_num_threads(1)
-    from autograder.grading.plugin import GradingPlugin, run_checks
-    from autograder.grading.reference import load_reference
-    from autograder import pipeline  # noqa: F401
-    for lesson in lessons:
-        try:
-            load_reference(lesson)
-        except Exception:   # a broken solutions/ notebook is reported where it is needed
+    import gc
+    gc.disable()   # no collection while torch and the grader load (~0.3 s): one at the end (worker.zygote)
+    try:
+        if torch_too:
+            import torch
+            torch.set_num_threads(1)
+        from autograder.grading.plugin import GradingPlugin, run_checks
+        from autograder.grading.reference import load_reference
+        from autograder import pipeline  # noqa: F401
+        for lesson in lessons:
+            try:
+                load_reference(lesson)
+            except Exception:   # a broken solutions/ notebook is reported where it is needed
+                pass
+        try:   # a session that keeps no check imports (and assertion-rewrites) the check modules
+            run_checks(GradingPlugin({}), list(lessons))
+        except Exception:
             pass
-    try:   # a session that keeps no check imports (and assertion-rewrites) the check modules
-        run_checks(GradingPlugin({}), list(lessons))
-    except Exception:
-        pass
+    finally:
+        gc.enable()
+    gc.collect()
 
 
 def _grade_one(student: str, notebooks: dict[str, str], time_limit: float):
