@@ -219,6 +219,68 @@ except Exception:
     assert all(v == "blocked" for v in got.values()), got
 
 
+def _seccomp_answers(subject: bool, prepared: bool) -> dict:
+    """In a forked child: load the filter (the program compiled once in the worker, or libseccomp's
+    own load), then try what it must refuse and what it must allow."""
+    from autograder.isolate import confine
+    confine.prepare()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            if not prepared:
+                confine._PROGRAMS.clear()
+            confine.seccomp(subject)
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+
+            def errno_of(ok):
+                return 0 if ok else ctypes.get_errno()
+            out = {"unshare": errno_of(libc.unshare(0x00020000) == 0),
+                   "memfd": errno_of(libc.memfd_create(b"x", 0) >= 0),
+                   "setsid": errno_of(libc.setsid() >= 0),
+                   "prlimit of another": errno_of(libc.prlimit(1, 7, None, None) == 0),
+                   "getpid": errno_of(libc.getpid() > 0)}
+            try:
+                socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+                out["inet socket"] = 0
+            except OSError as exc:
+                out["inet socket"] = exc.errno
+            try:
+                child = os.fork()
+                if child == 0:
+                    os._exit(0)
+                os.waitpid(child, 0)
+                out["fork"] = 0
+            except OSError as exc:
+                out["fork"] = exc.errno
+            status = Path("/proc/self/status").read_text()
+            out["status"] = sorted(line for line in status.splitlines() if line.startswith(("NoNewPrivs", "Seccomp")))
+            os.write(write, json.dumps(out).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+@pytest.mark.parametrize("subject", [False, True], ids=["child", "lesson-06 subject"])
+def test_the_precompiled_seccomp_filter_is_libseccomps(subject):
+    """The worker compiles each filter once (libseccomp's own BPF) and a child loads it with one
+    prctl: it must refuse and allow exactly what libseccomp's own load does."""
+    import errno
+    prepared, own = _seccomp_answers(subject, True), _seccomp_answers(subject, False)
+    assert prepared == own
+    assert prepared["unshare"] == prepared["memfd"] == prepared["setsid"] == errno.EPERM
+    assert prepared["prlimit of another"] == errno.EPERM and prepared["inet socket"] == errno.EAFNOSUPPORT
+    assert prepared["getpid"] == 0
+    assert prepared["fork"] == (errno.EPERM if subject else 0)
+    assert "Seccomp:\t2" in prepared["status"] and "NoNewPrivs:\t1" in prepared["status"]
+
+
 # ------------------------------------------------------------------------------ leftovers
 
 def host_processes_with(marker: str) -> list[int]:
