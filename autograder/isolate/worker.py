@@ -369,10 +369,11 @@ def zygote(control_fds, extras=(), user_site: str | None = None, scratch_roots=N
     (`control_fds`: one fd, or one per job of a class run, each with a tmpfs of its own: `scratch_roots`)."""
     use_user_site(user_site)
     started = time.monotonic()
-    # Importing torch and the rest makes ~250k objects, and the collector ran over them again and
-    # again while they were made: ~0.3 s of a class run's start, of which the worker is the last
-    # to be ready. One collection at the end leaves every preloaded object in the oldest
-    # generation, as before, so a child's young collections never touch (and copy) them.
+    # Importing torch and the rest makes ~250k objects. The collector ran over them again and again
+    # while they were made (~0.3 s of a class run's start, where the worker is the last to be
+    # ready), and left a child one full collection away: a child that made 20,000 objects walked,
+    # and so copied page by page, everything it shares with the worker (~120 ms). One collection
+    # at the end leaves every preloaded object in the oldest generation with nothing pending.
     gc.disable()
     try:
         loaded = _preload(extras)
