@@ -1,12 +1,14 @@
 """Isolate: the process table, read from /proc: who is whose child, and signalling a whole tree.
 
-Used inside the sandbox by the worker (worker.py: ending a child and everything it started) and
-outside by the grader (launch.py: ending a worker). Runs in the sandbox, so it imports nothing
+Used inside the sandbox by the worker (worker.py: ending a child and everything it started, and
+acting as a child's uid) and outside by the grader (launch.py: ending a worker). Runs in the sandbox, so it imports nothing
 but the standard library.
 """
 from __future__ import annotations
 
 import os
+import signal
+import time
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
@@ -49,3 +51,39 @@ def _signal_all(pids, sig) -> None:
             os.kill(pid, sig)
         except OSError:
             pass
+
+
+def _can_change_user() -> bool:
+    """Root with CAP_SETUID: children get their own uid (else they share ours)."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        with open("/proc/self/status") as f:
+            eff = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff"))
+        return bool(eff & (1 << 7)) and bool(eff & (1 << 6))   # CAP_SETUID, CAP_SETGID
+    except (OSError, StopIteration, ValueError):
+        return False
+
+
+def _as_user(uid: int, action) -> None:
+    """Run `action` in a short-lived process of `uid`: kill(-1) there reaches exactly that uid's
+    processes, and its files can be removed whatever their modes."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            action()
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done:
+            return
+        time.sleep(0.001)
+    os.kill(pid, signal.SIGKILL)

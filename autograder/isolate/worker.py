@@ -30,7 +30,7 @@ import socket
 import sys
 import time
 
-from autograder.isolate.processes import _processes, _signal_all, _tree
+from autograder.isolate.processes import _as_user, _can_change_user, _processes, _signal_all, _tree
 
 PR_SET_CHILD_SUBREAPER = 36
 SWEEP_EVERY = 0.001      # seconds between passes while an ended child is not yet gone
@@ -267,42 +267,6 @@ class Zygote:
             self.end(pid, owner)
         self.controls.remove(control)
         control.close()
-
-
-def _can_change_user() -> bool:
-    """Root with CAP_SETUID: children get their own uid (else they share ours)."""
-    if os.geteuid() != 0:
-        return False
-    try:
-        with open("/proc/self/status") as f:
-            eff = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff"))
-        return bool(eff & (1 << 7)) and bool(eff & (1 << 6))   # CAP_SETUID, CAP_SETGID
-    except (OSError, StopIteration, ValueError):
-        return False
-
-
-def _as_user(uid: int, action) -> None:
-    """Run `action` in a short-lived process of `uid`: kill(-1) there reaches exactly that uid's
-    processes, and its files can be removed whatever their modes."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            action()
-        finally:
-            os._exit(0)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if done:
-            return
-        time.sleep(0.001)
-    os.kill(pid, signal.SIGKILL)
 
 
 # ------------------------------------------------------------------------------------ the child
