@@ -351,6 +351,11 @@ def test_pid_hopping_processes_die_with_the_child(box):
     worker sweeps until a pass finds nothing at all: none is left, none comes back while the next
     child runs. (Found by a red-team review: a sweep that forgot a stray once the ended child's own
     tree was gone would have let one run on.)"""
+    layers = box.check()
+    if not box.namespaces and not any(layer.startswith("separate user") for layer in layers):
+        pytest.skip("a known limit: with neither a PID namespace nor a uid of its own, a child's processes "
+                    "are found by reading the host's /proc, and one that changes its pid faster than "
+                    "that can outrun the worker (INSTRUCTORS.md, the sandbox's layers)")
     marker = f"autograder-comet-{uuid.uuid4().hex}"
     code = f'''
 import os, sys, threading, time
