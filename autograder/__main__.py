@@ -186,7 +186,7 @@ def main(argv=None) -> int:
     gs.add_argument("--out", default="gradescope_autograder.zip", help="the zip to write "
                                                                       "(default gradescope_autograder.zip)")
     gs.add_argument("--lessons", nargs="+", metavar="LESSON_ID", default=None,
-                    help="lessons this Gradescope assignment grades (default: all six)")
+                    help="lessons this Gradescope assignment grades (default: every lesson)")
     gs.set_defaults(func=cmd_gradescope)
     try:
         args = parser.parse_args(argv)
@@ -198,5 +198,23 @@ def main(argv=None) -> int:
     return args.func(args)
 
 
+def _reader_gone() -> bool:
+    """Whoever read our standard output has stopped (`grade ... | head`): the pipe reports an error."""
+    import select
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        if not _reader_gone():
+            raise
+        # as `head` expects of a command it stops reading: no traceback, and none at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

@@ -86,3 +86,22 @@ def test_one_notebook_shows_the_whole_diagnosis_and_brief_one_line_per_exercise(
     for ln in failed:          # everything the default shows, verbose shows too
         name = ln.strip()[len("FAILED  "):].split(": ")[0]
         assert f"FAILED  {name}" in verbose.stdout, (name, verbose.stdout)
+
+
+def test_output_piped_into_head_ends_without_a_traceback():
+    """`python -m autograder grade lessons/ --verbose | head`: once head has stopped reading, the
+    command ends quietly (a student audit saw a BrokenPipeError traceback)."""
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+    read, write = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", "lessons/01_scaled_dot_product_attention.ipynb",
+                             "--verbose"], cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    os.close(write)
+    with os.fdopen(read) as out:
+        first = out.readline()          # what `head -1` reads; then it closes the pipe
+    _, stderr = proc.communicate(timeout=600)
+    assert first.startswith("sandbox: ") and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+    assert proc.returncode == 1

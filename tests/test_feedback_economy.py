@@ -216,6 +216,43 @@ def test_the_typical_course_is_short(typical):
             assert terminal_blocks(stdout)[(lesson, exercise)] == ["all checks passed"]
 
 
+# -- what a student audit found (session 9): a clause said twice, a fix that pointed at the split ---
+
+AUDITED = [   # (lesson, exercise, old, new, mistake, said once, never said, the fix names)
+    ("05_multi_head_attention", "MultiHeadAttention", "return self.w_o(merge_heads(weights @ v))",
+     "return self.w_o((weights @ v).reshape(query.shape[0], query.shape[1], -1))", "heads-mixed",
+     "merged by reshaping", "split may mix", "merge_heads"),
+    ("07_transformer_block", "TransformerBlock", "attn_mask = ~allowed.repeat_interleave",
+     "attn_mask = allowed.repeat_interleave", "mask-inverted", "unconverted", "as when", "~mask.bool()"),
+]
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("audited")
+    for lesson, exercise, old, new, *_ in AUDITED:
+        write_notebook(tmp / "student" / f"{lesson}.ipynb", lesson, mistaken(lesson, exercise, old, new))
+    return grade(tmp / "student", tmp)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson, exercise, old, new, mistake, once, never, fix", AUDITED,
+                         ids=[m[0][:2] for m in AUDITED])
+def test_what_the_code_does_is_said_once_and_the_fix_fits_it(audited, lesson, exercise, old, new, mistake,
+                                                            once, never, fix):
+    """The heads merged without the transpose (the split right): one check with one key cannot tell the
+    split from the merge, and its words were joined to the others' ("... back; the heads are merged
+    ... back (the split may mix positions too ...)"); the explanation and the fix then spoke of the
+    split. A mask passed to nn.MultiheadAttention unconverted was said so twice."""
+    results, stdout, markdown = audited
+    block = terminal_blocks(stdout)[(lesson, exercise)]
+    text = "\n".join(block)
+    assert block[0] == next(b for b in block if b.startswith("Root cause")) and f"[{mistake}]" in block[0], text
+    assert text.count(once) == 1 and never not in text and not repeated(text), text
+    assert fix in next(ln for ln in block if ln.startswith("Fix: ")), text
+    assert fenced_blocks(markdown)[exercise] == block
+
+
 # -- two mistakes in one answer -------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

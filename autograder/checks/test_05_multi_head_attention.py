@@ -80,8 +80,7 @@ def mha_mutants(mha_cls, p, q, k, v, mask, h, module=None):
         Variant.of("heads-mixed", f"(B, T, d_model) is reshaped straight to (B, {h}, T, {d_model // h}) "
                    "without the transpose (and merged back the same way)", heads_mixed=True) if k.shape[1] > 1 else
         Variant.of("heads-mixed", f"the heads are merged by reshaping (B, {h}, T, {d_model // h}) straight to (B, T, "
-                   f"{d_model}) without moving the head axis back (the split may mix positions too: with one key "
-                   "that cannot be seen)", heads_mixed=True),
+                   f"{d_model}) without moving the head axis back", heads_mixed=True),
         Variant.of("heads-mixed", f"the heads are split by reshaping (B, T, {d_model}) straight to (B, {h}, T, "
                    f"{d_model // h}) without the transpose (the merge moves the head axis back right)",
                    heads_mixed="split") if k.shape[1] > 1 else None,
@@ -91,7 +90,8 @@ def mha_mutants(mha_cls, p, q, k, v, mask, h, module=None):
                    k_in="query"),
         Variant.of("kv-from-query-input", "the values are projected from the `query` input instead of `value`",
                    v_in="query"),
-        Variant.of("heads-mixed", f"the heads are split right but merged by reshaping (B, {h}, T, {d_model // h}) "
+        # "; " ends a clause: the one-key check's words above are then said once, in either order
+        Variant.of("heads-mixed", f"the split is right; the heads are merged by reshaping (B, {h}, T, {d_model // h}) "
                    f"straight to (B, T, {d_model}) without moving the head axis back", heads_mixed="merge")
         if k.shape[1] > 1 else None,
         Variant.of("missing-output-projection", "the merged heads are returned without w_o", out_proj=False),

@@ -126,7 +126,7 @@ def fixed_mutants(fixed_cls, p, x, mask, h):
                    v_from="q"),
         Variant.of("heads-mixed", f"(B, T, d_model) is reshaped straight to (B, {h}, T, {d_model // h}) "
                    "without the transpose (and merged back the same way)", heads_mixed=True),
-        Variant.of("heads-mixed", f"the heads are split right but merged by reshaping (B, {h}, T, {d_model // h}) "
+        Variant.of("heads-mixed", f"the split is right; the heads are merged by reshaping (B, {h}, T, {d_model // h}) "
                    f"straight to (B, T, {d_model}) without moving the head axis back", heads_mixed="merge"),
         Variant.of("missing-output-projection", "the merged heads are returned without o_project", out_proj=False),
         Variant.of("softmax-wrong-axis", "the softmax normalises over the heads (dim 1), not the keys: "

@@ -115,11 +115,11 @@ def block_mutants(block_cls, params, x, mask, h):
     ]
     if mask is not None:
         variants += [
-            Variant.of("mask-inverted", "the pairs the course's mask allows (True) are the ones blocked, as when "
-                       "it reaches nn.MultiheadAttention's attn_mask (True = blocked) unconverted", invert=True),
-            Variant.of("mask-inverted", "the pairs the course's mask allows (True) are the ones blocked, as when "
-                       "it reaches nn.MultiheadAttention's attn_mask (True = blocked) unconverted", invert=True,
-                       blocked="zero"),
+            # what the code does; why (the mask reaching attn_mask unconverted) is the explanation's
+            Variant.of("mask-inverted", "the pairs the course's mask allows (True) are the ones blocked",
+                       invert=True),
+            Variant.of("mask-inverted", "the pairs the course's mask allows (True) are the ones blocked",
+                       invert=True, blocked="zero"),
             Variant.of("mask-misbroadcast", "the (B * num_heads, T, T) mask that nn.MultiheadAttention receives "
                        "has the sequences tiled (0 1 0 1 ...), so a head of one sequence reads another sequence's "
                        "mask", mask_misbroadcast=True),

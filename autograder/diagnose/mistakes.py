@@ -97,11 +97,12 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "the mask has shape (batch, max_len, 1), or its values mark query positions"),
     Mistake(
         "heads-mixed", "Heads mix positions",
-        "Without the transpose, view/reshape from (B, T, d_model) to (B, h, T, d_k) "
-        "cuts the sequence into pieces instead of cutting each token's features into heads: each 'head' "
-        "then holds parts of several positions.",
-        "Reshape to (B, T, h, d_k) first, then `.transpose(1, 2)`; merging is the reverse: "
-        "`.transpose(1, 2).reshape(B, T, h * d_k)`.",
+        "Going between (B, T, d_model) and (B, h, T, d_k) takes a reshape and a transpose. A plain "
+        "view/reshape splits the sequence into pieces instead of each token's features into heads, and "
+        "merges the heads back in the wrong order: each 'head', or each output position, then holds parts "
+        "of several positions.",
+        "Split: reshape to (B, T, h, d_k), then `.transpose(1, 2)`. Merge: `.transpose(1, 2)` first, then "
+        "`.reshape(B, T, h * d_k)`.",
         "the output equals split/merge done with a plain reshape and no transpose"),
     Mistake(
         "kv-reuse-query-projection", "Keys or values use the query projection",
@@ -473,6 +474,10 @@ LESSON_FIX: dict[tuple[str, str], tuple[str | None, str | None]] = {
     ("causal-transposed", "08"): (
         None, "Rows are the new tokens (queries), columns the keys: keep the lower triangle, "
               "`torch.ones(T, T_past + T, dtype=torch.bool).tril(T_past)`, not `triu`."),
+    ("heads-mixed", "05"): (
+        None, "Split with `x.view(B, T, h, d_k).transpose(1, 2)` (`split_heads`), merge with "
+              "`x.transpose(1, 2).reshape(B, T, h * d_k)` (`merge_heads`), and let MultiHeadAttention.forward "
+              "call both."),
     ("heads-mixed", "08"): (
         None, "Split with `.view(B, T, h, d_k).transpose(1, 2)` (and the keys/values with h_kv heads); merge "
               "with `.transpose(1, 2).reshape(B, T, h * d_k)`."),

@@ -91,7 +91,7 @@ def _one_line(evidence: str) -> str:
                 r"\s+cell .*, line \d+", lines[i + 1]) else ""
             line += f" (at {place}" + (f": `{code}`" if code else "") + ")"
     elif len(lines) > 1:
-        line += f" (+{len(lines) - 1} more)"
+        line += f" (+{len(lines) - 1} more; --verbose shows {'it' if len(lines) == 2 else 'them'})"
     return line
 
 
