@@ -24,6 +24,27 @@ def test_corpus_entry_is_graded_as_expected(verdicts, name):
     assert v.ok, v.detail
 
 
+def test_each_root_cause_is_said_once_and_whole(verdicts):
+    """In every wrong entry's root causes: no sentence twice, no clause of "In your code: ..." said
+    again by another (shapes aside), and no bracket left open (clauses kept alone once cut one:
+    "(head j holds head j // n_rep. In ...")."""
+    import re
+    from autograder.diagnose.root_cause import _clauses, _shape_free
+    from test_feedback_economy import repeated
+    bad = []
+    for v in verdicts.values():
+        for out in v.output.split("\n\n["):
+            cause = out.split("\nFix:")[0] if "Root cause" in out else ""
+            for m in re.finditer(r"In your code: (.*?)\.(?: |\n|$)", cause):
+                clauses = [_shape_free(c) for c in _clauses(m.group(1))]
+                bad += [(v.entry.name, "twice", c) for c in set(clauses) if clauses.count(c) > 1]
+            # (several mistakes explained by one earlier exercise each end "Fix: the same as for ... above.")
+            bad += [(v.entry.name, "repeated", r) for r in
+                    repeated("\n".join(ln for ln in cause.splitlines() if not ln.strip().startswith("Fix:")))]
+            bad += [(v.entry.name, "bracket", ln) for ln in cause.splitlines() if ln.count("(") != ln.count(")")]
+    assert not bad, bad
+
+
 def test_doing_nothing_scores_zero(verdicts):
     """tests/corpus/degenerate_*: answers that compute nothing (tests/degenerate.py) get 0 points."""
     entries = [v for v in verdicts.values() if v.entry.name.startswith("degenerate_")]

@@ -42,8 +42,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "the output equals attention computed with scale 1/d_k, d_k, sqrt(d_k) or 1/sqrt(d_model)"),
     Mistake(
         "softmax-wrong-axis", "Softmax over the wrong axis",
-        "The softmax normalises over the queries (axis -2) instead of over the keys (axis -1), so each "
-        "query's weights do not sum to 1.",
+        "Each query's weights must sum to 1 over the keys, the last axis of the scores. Normalised over "
+        "another axis, they do not, and every output mixes the values with the wrong weights.",
         "Normalise over the last axis: each row of the weights (one query) must sum to 1.",
         "the output equals softmax taken over axis -2 (or another axis than asked)"),
     Mistake(
@@ -106,8 +106,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "the output equals split/merge done with a plain reshape and no transpose"),
     Mistake(
         "kv-reuse-query-projection", "Keys or values use the query projection",
-        "Shapes are right and the model even trains, but a key or value projection replaced by the query "
-        "projection (w_q / q_project) is never used: it gets no gradient and changing it changes nothing.",
+        "Shapes are right and the model even trains, but the projection left out gets no gradient, and "
+        "changing it changes nothing.",
         "Compute K with the key projection on the keys and V with the value projection on the values.",
         "the output equals the reference with W_K and/or W_V replaced by W_Q, and changing W_K/W_V "
         "leaves the output unchanged"),
@@ -287,10 +287,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
     Mistake(
         "cache-causal-offset", "The causal mask ignores the cached tokens",
         "With T_past tokens in the cache, new token i is at position T_past + i and may read keys "
-        "0..T_past + i. A mask built as tril of the (T, T_past + T) rectangle without the offset (what "
-        "`is_causal=True` does) hides most of the cache from the new tokens; no mask at all once a cache "
-        "is given lets new tokens read the new tokens after them. Token-by-token decoding may look fine "
-        "while chunks are wrong, or the reverse.",
+        "0..T_past + i, so the mask of the new tokens is the causal one shifted by T_past. (`is_causal=True` "
+        "builds it without the shift.)",
         "Build the mask from absolute positions: `torch.ones(T, T_past + T, dtype=torch.bool).tril(T_past)`.",
         "with a cache, the output equals attention with the mask tril(0) of the rectangle, or with no mask"),
     Mistake(
@@ -348,9 +346,9 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
     # --- issue 25: lesson 09 -----------------------------------------------------------------------
     Mistake(
         "rope-interleaved", "RoPE pairs neighbouring features (the GPT-J layout)",
-        "The contract's RoPE pairs feature i with feature i + d/2 (the rotate-half layout of GPT-NeoX and "
-        "Hugging Face's Llama). Pairing (2i, 2i + 1), as GPT-J and RoFormer do, is the same idea on permuted "
-        "features, but a model trained with one layout gives wrong scores when run with the other.",
+        "This course's RoPE pairs feature i with feature i + d/2 (the rotate-half layout of GPT-NeoX and "
+        "Llama). Pairing neighbours is the same idea on permuted features, but a model trained with one "
+        "layout gives wrong scores when run with the other.",
         "Split the features in halves: `x1, x2 = x[..., :d // 2], x[..., d // 2:]`, and return "
         "`torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)`.",
         "the output equals RoPE with pairs (2i, 2i + 1)"),

@@ -70,8 +70,9 @@ LESSON_TEXT[("kv-reuse-query-projection", "03")] = (None, "Compute the keys with
                                                           "with `self.w_v(x)`; only the queries use `self.w_q`.")
 LESSON_TEXT[("kv-reuse-query-projection", "05")] = (None, "Project each input with its own layer: `self.w_q(query)`, "
                                                           "`self.w_k(key)`, `self.w_v(value)`.")
-LESSON_TEXT[("kv-reuse-query-projection", "06")] = (None, "Use `self.k_project(x)` for the keys and "
-                                                          "`self.v_project(x)` for the values.")
+LESSON_TEXT[("kv-reuse-query-projection", "06")] = (None, "Give each of q, k and v its own projection: "
+                                                          "`self.q_project(x)`, `self.k_project(x)`, "
+                                                          "`self.v_project(x)`.")
 for _l in ("05", "08"):
     LESSON_TEXT[("missing-output-projection", _l)] = (
         None, "Pass the merged heads through the output projection: `return self.w_o(merged)`, not `merged`.")
@@ -130,6 +131,19 @@ def _course_order(lesson: str, exercise: str) -> tuple[int, int]:
         exercises.index(exercise) if exercise in exercises else 99
 
 
+def _clauses(detail: str) -> list[str]:
+    """A detail's clauses: split at ": " and "; ", but never inside parentheses (a clause kept alone
+    must not leave a bracket open: "(head j holds head j // n_rep." was seen)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(detail):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and detail[i:i + 2] in (": ", "; "):
+            out.append(detail[start:i])
+            start = i + 2
+    out.append(detail[start:])
+    return [c for c in out if c]
+
+
 def _shape_free(text: str) -> str:
     return re.sub(r"\(\d+(, \d+)*\)|\d+", "#", text)
 
@@ -159,8 +173,8 @@ def summary(lesson: str, exercise: str, found: list[tuple[str, str | None]], ext
         # one detail per variant: the same words with other shapes or sizes are not repeated, nor
         # a clause another check already said ("k_project is never used: the keys are computed
         # with q_project" after "the keys are computed with q_project instead of k_project")
-        said = [_shape_free(c) for d in details for c in re.split(r": |; ", d)]
-        clauses, kept = [c for c in re.split(r": |; ", detail or "") if c], []
+        said = [_shape_free(c) for d in details for c in _clauses(d)]
+        clauses, kept = _clauses(detail or ""), []
         for clause in clauses:
             if _shape_free(clause) not in " | ".join(said):
                 kept.append(clause)
