@@ -237,6 +237,14 @@ AUDITED = [   # (lesson, exercise, [(old, new)], mistake, said once, never said,
      ("return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)",
       "out = torch.empty_like(x); out[..., 0::2] = x1 * cos - x2 * sin; out[..., 1::2] = x2 * cos + x1 * sin; "
       "return out")], "rope-interleaved", "(2i, 2i + 1)", "contract", "x[..., :d // 2]"),
+    ("09_generating_text", "next_token_probs", [("before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs",
+     "before = torch.cumsum(sorted_probs, dim=-1)")], "top-p-drops-threshold-token", "running total", "warper",
+     "cumsum - sorted_probs"),
+    ("09_generating_text", "generate", [("logits, cache = model(token, cache=cache)",
+     "logits, cache = model(torch.cat(tokens, dim=1), cache=None)")], "cache-not-used", "recomputes",
+     "so there any", "model(token, cache=cache)"),
+    ("02_masking", "scaled_dot_product_attention", [('    allowed, scores = np.broadcast_arrays(np.asarray(mask).astype(bool), scores)  # (..., Lq, Lk)\n    has_key = allowed.any(axis=-1, keepdims=True)                    # (..., Lq, 1)\n    scores = np.where(allowed, scores, -np.inf)                      # blocked pairs get exp(-inf) = 0\n    scores = np.where(has_key, scores, 0.0)                          # no all -inf rows: no NaN\n    weights = np.where(has_key, softmax(scores, axis=-1), 0.0)       # fully blocked rows read nothing\n',
+     '    scores = np.where(mask, scores, -1e9)\n    weights = softmax(scores, axis=-1)\n')], "masked-row-leak", "-inf", "(instead of -inf)", "set their weights"),
 ]
 
 
@@ -272,6 +280,16 @@ def test_what_the_code_does_is_said_once_and_the_fix_fits_it(audited, k):
     assert all(ln.count("(") == ln.count(")") for ln in block), text
     assert fix in next(ln for ln in block if ln.startswith("Fix: ")), text
     assert fenced_blocks(markdown)[exercise] == block
+
+
+@pytest.mark.slow
+def test_an_exercise_that_calls_a_wrong_one_names_it_as_the_cause(audited):
+    """generate with a correct body, calling a next_token_probs that drops the crossing token: the
+    cause is next_token_probs, not "something the catalogue has no name for" (then "fix
+    next_token_probs first")."""
+    k = next(i for i, a in enumerate(AUDITED) if a[1] == "next_token_probs")
+    block = terminal_blocks(audited[k][1])[("09_generating_text", "generate")]
+    assert block[0] == "Root cause: what next_token_probs returns: this exercise calls it.", block
 
 
 # -- two mistakes in one answer -------------------------------------------------------------------

@@ -73,8 +73,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "NaN appears exactly in rows where the mask blocks every key"),
     Mistake(
         "masked-row-leak", "A fully blocked row still attends",
-        "A finite fill (instead of -inf) gives a fully blocked row uniform weights over keys that "
-        "are all blocked, so the query reads values it must not see. The course asks for zero weights "
+        "When every key of a row is blocked, a finite fill leaves the softmax uniform weights over "
+        "those blocked keys, so the query reads values it must not see. The course asks for zero weights "
         "and a zero output there.",
         "Detect rows whose mask has no True and set their weights (and so their output) to zero.",
         "rows where the mask blocks every key get non-zero weights (typically uniform)"),
@@ -378,10 +378,10 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
     Mistake(
         "top-p-drops-threshold-token", "Top-p drops the token that crosses top_p",
         "Top-p keeps the smallest set of most likely tokens whose total reaches top_p: a token is kept when "
-        "the total of the tokens before it is below top_p. Testing the running total including the token "
-        "removes the token that crosses top_p, so the kept set sums to less than top_p (and can be empty).",
+        "the total of the tokens before it is below top_p. Without the crossing token the kept set sums to "
+        "less than top_p, and it can be empty.",
         "Keep `cumsum - sorted_probs < top_p` (the total before each token), not `cumsum < top_p`; or shift "
-        "the removal mask right by one, as Hugging Face's warper does.",
+        "the removal mask right by one.",
         "the output equals top-p with the crossing token removed"),
     Mistake(
         "not-renormalised", "The kept probabilities do not sum to 1",
@@ -394,9 +394,9 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "cache-not-used", "Generation does not use the KV cache",
         "After the prompt, each step must give the model only the new token (B, 1) together with the cache "
         "the previous call returned. With a real model, feeding the whole sequence at every step gives the "
-        "same tokens but recomputes everything (each step costs O(T) tokens of work instead of one); feeding "
-        "the new token without the cache makes the model forget the text before it. The grader's model "
-        "depends on the cache each call is given, so there any other way of calling it gives other tokens.",
+        "same tokens at O(T) tokens of work per step instead of one; feeding the new token without the "
+        "cache makes the model forget the text before it. The grader's test model depends on the cache "
+        "each call is given, so any other way of calling it gives other tokens.",
         "Call `model(prompt, cache=None)` once and keep the cache it returns; then, in the loop, call "
         "`model(token, cache=cache)` with `token` of shape (B, 1) and keep the new cache.",
         "generate's tokens on a course model whose logits depend on the length of the cache each call is "

@@ -192,8 +192,10 @@ def summary(lesson: str, exercise: str, found: list[tuple[str, str | None]], ext
         where = f"In your code: {'; '.join(details)}. " if details else ""
         return (f"Root cause: {CATALOGUE[mistake].title} [{mistake}].\n{where}{explanation}\nFix: {hint}")
     if not merged and len(extra) == 1:
-        return (f"Root cause: something the catalogue of common mistakes has no name for.\n"
-                f"In your code: {extra[0]}.")
+        upstream = re.search(r"fix (\w+) first$", extra[0])   # this exercise calls a wrong one above
+        head = (f"what {upstream.group(1)} returns: this exercise calls it" if upstream else
+                "something the catalogue of common mistakes has no name for")
+        return f"Root cause: {head}.\nIn your code: {extra[0]}."
     n = len(merged) + len(extra)
     what = "mistakes" if not extra else "problems"
     lines = [f"Root causes ({n} {what}, fix each):"]
