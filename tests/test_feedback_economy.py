@@ -292,6 +292,22 @@ def test_an_exercise_that_calls_a_wrong_one_names_it_as_the_cause(audited):
     assert block[0] == "Root cause: what next_token_probs returns: this exercise calls it.", block
 
 
+TOP_K_OFF = [("kth = torch.topk(logits, k, dim=-1).values[..., -1:]",
+              "kth = torch.topk(logits, k + 1, dim=-1).values[..., -1:]", "one token too many"),
+             ("logits.masked_fill(logits < kth,", "logits.masked_fill(logits <= kth,", "the k-th itself")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("old, new, said", TOP_K_OFF, ids=["k+1", "k-1"])
+def test_top_k_off_by_one_is_said(tmp_path, old, new, said):
+    """top_k keeping k + 1 tokens, or only those above the k-th: no catalogued id, but the feedback
+    says what the code does (it said only "2 of 6 checks failed")."""
+    lesson = "09_generating_text"
+    write_notebook(tmp_path / "student" / f"{lesson}.ipynb", lesson, mistaken(lesson, "next_token_probs", old, new))
+    block = terminal_blocks(grade(tmp_path / "student", tmp_path)[1])[(lesson, "next_token_probs")]
+    assert block[0] == "Root cause: not one of the course's common mistakes." and said in block[1], block
+
+
 # -- two mistakes in one answer -------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

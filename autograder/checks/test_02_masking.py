@@ -72,7 +72,7 @@ def test_padding_mask_values(student, reference, rng):
 
 @exercise("padding_mask", points=1)
 def test_padding_mask_accepts_lists(student, reference, rng):
-    """padding_mask accepts lengths as a list and returns a bool array"""
+    """padding_mask accepts lengths as a list and returns the reference's bool array"""
     max_len = int(rng.integers(3, 7))
     lengths = [max_len, int(rng.integers(1, max_len))]                   # a plain list of ints, one padded
     call = f"padding_mask({lengths}, {max_len})"

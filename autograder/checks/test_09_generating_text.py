@@ -90,7 +90,7 @@ def test_rope_positions_not_from_zero(student, reference, rng):
 
 @exercise("apply_rope", points=1)
 def test_rope_keeps_shape_and_dtype(student, reference, rng):
-    """apply_rope returns x's shape and dtype (float32 and float64)"""
+    """apply_rope keeps x's shape and dtype (float32 and float64), with the reference's values"""
     for dtype, np_dtype in ((torch.float64, np.float64), (torch.float32, np.float32)):
         x = tensor(rng, 2, 4, 6, dtype=np_dtype)
         got = check_rope(student, reference, x, torch.arange(2, 6), what=", positions 2..5")
@@ -128,7 +128,11 @@ def probs_mutants(next_token_probs, logits, temperature, top_k, top_p):
         found += [
             Variant.of("top-k-ties-dropped", "exactly k tokens are kept (torch.topk's indices), so tokens that tie "
                        "with the k-th largest logit are removed", top_k_ties="drop"),
-            Variant.of(None, "top-k is applied to the probabilities after the softmax", top_k_on="probs")]
+            Variant.of(None, "top-k is applied to the probabilities after the softmax", top_k_on="probs"),
+            Variant.of(None, "top_k keeps one token too many: the threshold is the (k + 1)-th largest logit, "
+                       "not the k-th", top_k_bound="next"),
+            Variant.of(None, "top_k keeps only the logits above the k-th largest, so the k-th itself and its ties "
+                       "are removed (`logits <= kth` is masked where `logits < kth` is meant)", top_k_bound="above")]
     return Fingerprints(lambda **kw: fingerprints.sample_probs(next_token_probs, logits, temperature, top_k, top_p, **kw), found, depth=2)
 
 

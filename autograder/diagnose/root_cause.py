@@ -194,7 +194,7 @@ def summary(lesson: str, exercise: str, found: list[tuple[str, str | None]], ext
     if not merged and len(extra) == 1:
         upstream = re.search(r"fix (\w+) first$", extra[0])   # this exercise calls a wrong one above
         head = (f"what {upstream.group(1)} returns: this exercise calls it" if upstream else
-                "something the catalogue of common mistakes has no name for")
+                "not one of the course's common mistakes")
         return f"Root cause: {head}.\nIn your code: {extra[0]}."
     n = len(merged) + len(extra)
     what = "mistakes" if not extra else "problems"

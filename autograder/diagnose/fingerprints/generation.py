@@ -34,7 +34,8 @@ def rope(apply_rope, x, positions, base=10000.0, *, layout="half", freq="2i", po
 
 
 def sample_probs(next_token_probs, logits, temperature=1.0, top_k=None, top_p=None, *, temperature_on="logits",
-                 top_p_rule="before", renormalise=True, top_k_ties="keep", top_k_on="logits", top_p_order="index"):
+                 top_p_rule="before", renormalise=True, top_k_ties="keep", top_k_on="logits", top_p_order="index",
+                 top_k_bound="kth"):
     """The reference next_token_probs (`next_token_probs`) in float64, with switches.
 
     temperature_on="probs": the reference with temperature 1, its torch.softmax's output divided by the
@@ -45,6 +46,9 @@ def sample_probs(next_token_probs, logits, temperature=1.0, top_k=None, top_p=No
         top_k, on logits that are -inf outside those indices (or, with top_k_on="probs", its softmax's
         output zeroed there).
     top_p_order="reversed": the reference's torch.sort breaking ties higher index first (top-p-tie-order).
+    top_k_bound="next": the threshold is the (k + 1)-th largest logit (one token too many is kept);
+        "above": only logits above the k-th largest are kept (the k-th and its ties removed). Neither is
+        catalogued: the feedback says what the code does.
     top_p_rule="inclusive": the reference's torch.cumsum counting each token's own probability, so a token
         is kept while the total including it is below top_p; where the most probable token alone reaches
         top_p nothing is kept (the reference always keeps that one, so those rows are set to 0 here, NaN
@@ -55,11 +59,13 @@ def sample_probs(next_token_probs, logits, temperature=1.0, top_k=None, top_p=No
     import torch
     logits = torch.as_tensor(logits).double()
     keep_k = None
-    if top_k is not None and (top_k_ties == "drop" or top_k_on == "probs"):
-        k = min(int(top_k), logits.shape[-1])
+    if top_k is not None and (top_k_ties == "drop" or top_k_on == "probs" or top_k_bound != "kth"):
+        k = min(int(top_k) + (top_k_bound == "next"), logits.shape[-1])
         scaled = logits / temperature if temperature_on == "logits" else logits
         if top_k_ties == "drop":
             keep_k = torch.zeros_like(scaled, dtype=torch.bool).scatter(-1, torch.topk(scaled, k, dim=-1).indices, True)
+        elif top_k_bound == "above":
+            keep_k = scaled > torch.topk(scaled, k, dim=-1).values[..., -1:]
         else:
             keep_k = scaled >= torch.topk(scaled, k, dim=-1).values[..., -1:]
         if top_k_on == "logits":
