@@ -98,3 +98,18 @@ def test_a_test_that_does_not_look_at_behaviour_earns_nothing_like_full_marks(gr
     path = notebook_with(LESSON, {"test_projections": CHEATS[cheat]}, tmp_path / "s")
     entry = by_exercise(grade({LESSON: path}))[(LESSON, "test_projections")]
     assert entry["score"] == 0, entry
+
+
+def test_a_missed_subject_is_described_in_a_students_words():
+    """A student never sees the subjects' style names ('loop', 'fused'): a missed subject is described
+    by how it computes attention (a student audit read "written in the 'loop' style")."""
+    import types
+    from autograder.checks import test_06_debugging_projection_reuse as t06
+    from autograder.grading.checking import Mismatch
+    assert set(t06.WRITTEN) == set(subjects.STYLES)
+    for style in subjects.STYLES:
+        student = types.SimpleNamespace(_test_not_implemented=None,
+                                        _subject_verdicts={"buggy": [(style, "passed")]})
+        with pytest.raises(Mismatch) as caught:
+            t06.check_catches(student, "buggy", "keys and values use the query projection")
+        assert t06.WRITTEN[style] in str(caught.value) and "style" not in str(caught.value), str(caught.value)

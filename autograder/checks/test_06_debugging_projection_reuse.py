@@ -73,11 +73,18 @@ def outcome(student, routing: str, secret_key=None) -> list[tuple[str, str]]:
     return student._subject_verdicts[routing]
 
 
+# how each style of subject (projection_subjects.STYLES) computes attention, in a student's words
+WRITTEN = {"split": "this one splits the heads with view and transpose",
+           "einsum": "this one computes the heads with torch.einsum",
+           "loop": "this one computes one head at a time, in a Python loop",
+           "fused": "this one calls F.scaled_dot_product_attention"}
+
+
 def check_catches(student, buggy, what, secret_key=None):
     for style, got in outcome(student, buggy, secret_key):
         if got == "passed":
             raise Mismatch(f"test_projections returned normally for a class where {what} "
-                           f"(written in the '{style}' style): it should raise AssertionError",
+                           f"({WRITTEN.get(style, style)}): it should raise AssertionError",
                            mistake="test-misses-bug")
         if got.startswith("error"):
             raise Mismatch(f"test_projections, given a class where {what}, raised an error instead of "
@@ -86,7 +93,7 @@ def check_catches(student, buggy, what, secret_key=None):
         student._correct_verdicts = outcome(student, "correct", secret_key)
     for style, verdict in student._correct_verdicts:
         if verdict != "passed":
-            raise Mismatch(f"test_projections fails a correct class (written in the '{style}' style):\n"
+            raise Mismatch(f"test_projections fails a correct class ({WRITTEN.get(style, style)}):\n"
                            f"{verdict}", mistake="test-rejects-correct")
 
 
