@@ -172,7 +172,8 @@ def main(argv=None) -> int:
                         "terminal; the full text is in --out's feedback files)")
     g.add_argument("--verbose", action="store_true",
                    help="every check of each exercise that lost points, passed ones too, with all that each "
-                        "saw (by default: the root cause and its fix once, then one line per failed check)")
+                        "saw (by default: the root cause and its fix once, then one line per failed check), "
+                        "and what each sandbox layer holds")
     g.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade even where no isolation layer works (only for trusted submissions)")
     g.set_defaults(func=cmd_grade)

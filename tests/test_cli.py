@@ -105,3 +105,15 @@ def test_output_piped_into_head_ends_without_a_traceback():
     _, stderr = proc.communicate(timeout=600)
     assert first.startswith("sandbox: ") and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
     assert proc.returncode == 1
+
+
+def test_the_sandbox_line_names_the_layers_and_verbose_says_what_they_hold():
+    """A student's grade starts with the layers' names, not a paragraph of isolation terms (a student
+    audit counted ~440 characters); --verbose and `doctor` give them in full."""
+    lesson = "lessons/01_scaled_dot_product_attention.ipynb"
+    short, full = (run_cli("grade", lesson, *flag).stdout.splitlines()[0] for flag in ((), ("--verbose",)))
+    assert short.startswith("sandbox: ") and short.endswith("(--verbose says what each holds)"), short
+    assert len(short) < 160 < len(full) and "seccomp" in short and "seccomp (" in full, (short, full)
+    for name in ("bubblewrap", "separate user", "no capabilities", "resource limits", "Landlock", "seccomp",
+                 "MISSING", "NO "):
+        assert (name in short) == (name in full), (name, short, full)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from autograder.load.notebook import digest_regular_file
 from autograder.report.class_report import student_folder
-from autograder.report.results import feedback_markdown, summary, terminal_safe, write_atomic, write_json
+from autograder.report.results import feedback_markdown, sandbox_line, summary, terminal_safe, write_atomic, write_json
 
 _sandbox = None
 _init_error: Exception | None = None
@@ -178,7 +178,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
     def finish(student, result, sandbox_layers):
         if not layers:
             layers.extend(sandbox_layers)
-            show("sandbox: " + "; ".join(sandbox_layers))
+            show(sandbox_line(sandbox_layers, verbose))
         results[student] = result
         if out_dir is not None:
             folder = student_folder(out_dir, student)

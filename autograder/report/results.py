@@ -302,3 +302,14 @@ def verdict(exercise: str, tests: list[dict], *, verbose: bool = False) -> str:
     lines = [f"{exercise}: {score:g}/{total:g} points. {head[:1].upper()}{head[1:]}"]
     lines.extend("  " + line for line in body)
     return "\n".join(lines)
+
+
+def sandbox_line(layers: list[str], verbose: bool = False) -> str:
+    """The first line of a grade: the sandbox's layers. In full with --verbose; otherwise each layer's
+    name only (what it holds is in `python -m autograder doctor`), so a student's results are not
+    pushed down by a paragraph of isolation terms. A layer that is missing ("NO Landlock") still shows."""
+    if verbose:
+        return "sandbox: " + "; ".join(layers)
+    names = [re.split(r" \(|: ", layer, maxsplit=1)[0] for layer in layers]
+    return "sandbox: " + "; ".join(names) + " (--verbose says what each holds)"
+
