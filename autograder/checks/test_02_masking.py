@@ -10,8 +10,10 @@ LESSON = "02_masking"
 
 
 def causal_mutants(causal_mask, n):
-    return [("causal-off-by-one", lambda: fingerprints.causal(causal_mask, n, offset=-1)),
-            ("causal-off-by-one", lambda: fingerprints.causal(causal_mask, n, offset=1)),
+    return [("causal-off-by-one", lambda: fingerprints.causal(causal_mask, n, offset=-1),
+             "the mask blocks the diagonal: a token cannot attend to itself"),
+            ("causal-off-by-one", lambda: fingerprints.causal(causal_mask, n, offset=1),
+             "the mask lets key i + 1 through: one step of the future leaks"),
             ("causal-transposed", lambda: fingerprints.causal(causal_mask, n, upper=True)),
             ("mask-inverted", lambda: ~fingerprints.causal(causal_mask, n))][:4 if n > 1 else 3]
     # n = 1: inverted = diagonal blocked

@@ -80,8 +80,7 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "rows where the mask blocks every key get non-zero weights (typically uniform)"),
     Mistake(
         "causal-off-by-one", "The causal mask is off by one",
-        "Query i must see keys 0..i, itself included. Your mask blocks the diagonal (a token cannot "
-        "attend to itself) or lets key i+1 through (one step of the future leaks).",
+        "Query i must see keys 0..i, itself included, and nothing after.",
         "Use `np.tril(np.ones((n, n), dtype=bool))`, or `j <= i` with j the key index and i the query index.",
         "the mask equals tril(k=-1) or tril(k=1)"),
     Mistake(
@@ -91,8 +90,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "the mask equals the transpose of the correct one (upper-triangular)"),
     Mistake(
         "padding-wrong-axis", "Padding masks the queries instead of the keys",
-        "A padding mask must stop every query from reading padded KEY positions, shape (batch, 1, max_len). "
-        "Masking padded query rows instead leaves padded keys readable.",
+        "A padding mask must stop every query from reading padded KEY positions. Masking padded query "
+        "rows instead leaves padded keys readable.",
         "Return shape (batch, 1, max_len) with `mask[b, 0, j] = j < lengths[b]`.",
         "the mask has shape (batch, max_len, 1), or its values mark query positions"),
     Mistake(
@@ -279,8 +278,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
     Mistake(
         "kv-repeat-order", "Key/value heads tiled instead of repeated in a row",
         "In grouped-query attention query heads 0..n_rep-1 share key/value head 0, the next n_rep share head "
-        "1, and so on; with the heads tiled (0 1 0 1 ...) most query heads read another group's keys and "
-        "values. With one key/value head (MQA) or none shared (MHA) both orders agree, which hides the bug.",
+        "1, and so on; with the heads tiled, most query heads read another group's keys and values. "
+        "With one key/value head (MQA) or none shared (MHA) both orders agree, which hides the bug.",
         "Use `torch.repeat_interleave(x, n_rep, dim=1)`, or `x[:, :, None].expand(B, h_kv, n_rep, T, d_k)"
         ".reshape(B, h_kv * n_rep, T, d_k)`.",
         "the output equals the heads repeated with Tensor.repeat (tiled)"),

@@ -126,8 +126,8 @@ def _candidates(mutants):
         yield from mutants.candidates()
         return
     items = list(mutants.items()) if isinstance(mutants, dict) else list(mutants or [])
-    for mistake, make in items:
-        yield [(mistake, None)], None, make
+    for mistake, make, *detail in items:     # (mistake, make) or (mistake, make, what the code does)
+        yield [(mistake, detail[0] if detail else None)], None, make
 
 
 def loaded_torch():
@@ -322,7 +322,7 @@ def _audit(call, mutants, expected, rtol, atol):
             singles.append(((v.mistake, v.detail), lambda s=switches: mutants.run(**s)))
     else:
         items = list(mutants.items()) if isinstance(mutants, dict) else list(mutants or [])
-        singles = [((m, None), make) for m, make in items if m]
+        singles = [((m, detail[0] if detail else None), make) for m, make, *detail in items if m]
     answers = []
     for hypothesis, make in singles:
         candidate = _try(make)

@@ -138,7 +138,7 @@ def _eager(expect_array):
         elif isinstance(mutants, dict):
             makes = list(mutants.values())
         else:
-            makes = [make for _, make in (mutants or [])]
+            makes = [item[1] for item in (mutants or [])]   # (mistake, make[, what the code does])
         for make in makes:
             try:
                 with np.errstate(all="ignore"):
