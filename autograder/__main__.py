@@ -120,8 +120,10 @@ def cmd_doctor(args) -> int:
 
 def cmd_release(args) -> int:
     from autograder.deliver.release import release
-    for path in release():
-        print(f"wrote {path}")
+    from autograder.deliver.translations import LANGUAGES
+    for lang in (None, *LANGUAGES):   # the English lessons, then each translation (lessons/<lang>/)
+        for path in release(lang=lang):
+            print(f"wrote {path}")
     if args.student_kit:
         from autograder.deliver.kit import ensure_secret, write_kit
         out = write_kit(Path(args.student_kit))
@@ -131,6 +133,24 @@ def cmd_release(args) -> int:
         print(f"{'created' if created else 'using'} the course secret {secret}: grading derives its inputs "
               "from it, so they differ from the kit's. Keep it out of git and away from students; "
               "`python -m autograder gradescope` puts it in the bundle")
+    return 0
+
+
+def cmd_translations(args) -> int:
+    from autograder.deliver.translations import catalog_path, update
+    unknown = [lid for lid in args.lessons or () if lid not in COURSE]
+    if unknown:
+        print(f"error: no lesson {', '.join(unknown)}", file=sys.stderr)
+        return USAGE_ERROR
+    lessons = None
+    if args.lessons:
+        lessons = sorted({*args.lessons, *(lid for lid in COURSE if catalog_path(lid, args.lang).exists())})
+    for lesson_id, counts in update(args.lang, lessons).items():
+        left = counts["fuzzy"] + counts["untranslated"]
+        print(f"{catalog_path(lesson_id, args.lang).relative_to(Path.cwd()) if catalog_path(lesson_id, args.lang).is_relative_to(Path.cwd()) else catalog_path(lesson_id, args.lang)}: "
+              f"{counts['translated']} translated, {counts['fuzzy']} fuzzy (English changed), "
+              f"{counts['untranslated']} untranslated, {counts['obsolete']} obsolete"
+              + ("" if left else "; complete"))
     return 0
 
 
@@ -183,6 +203,12 @@ def main(argv=None) -> int:
     r.add_argument("--student-kit", metavar="OUT", help="also write the student kit (a folder, or a .zip): "
                                                         "README, requirements, lessons, recorded self-checks")
     r.set_defaults(func=cmd_release)
+    t = sub.add_parser("translations", help="merge the English lessons into the translation catalogs "
+                       "(locale/<lang>/LC_MESSAGES/<lesson_id>.po) and say what is left to translate")
+    t.add_argument("--lang", default="zh_CN", help="the language (default zh_CN)")
+    t.add_argument("--lessons", nargs="+", metavar="LESSON_ID", default=None,
+                   help="start catalogs for these lessons too (default: the lessons that have one)")
+    t.set_defaults(func=cmd_translations)
     gs = sub.add_parser("gradescope", help="write a Gradescope autograder bundle (zip)")
     gs.add_argument("--out", default="gradescope_autograder.zip", help="the zip to write "
                                                                       "(default gradescope_autograder.zip)")

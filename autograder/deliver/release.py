@@ -14,7 +14,7 @@ import nbformat
 from nbgrader.preprocessors import (CheckCellMetadata, ClearHiddenTests, ClearMarkScheme,
                                     ClearOutput, ClearSolutions, ComputeChecksums, LockCells)
 
-from autograder.course import LESSONS, available_lessons
+from autograder.course import COURSE, LESSONS, available_lessons
 
 # lessons/nbgrader_config.py (the same text as the repository's own): nbgrader warns "No
 # nbgrader_config.py file found" wherever Jupyter starts without one, and students should not see it
@@ -37,13 +37,35 @@ def render(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb) + "\n"
 
 
-def release(out_dir: Path = LESSONS) -> list[Path]:
-    """Write lessons/<id>.ipynb for every lesson; return the paths written."""
+def translated_version(lesson_id: str, lang: str) -> nbformat.NotebookNode:
+    """The released notebook with `lang`'s prose (deliver/translations.py): the same code cells."""
+    from autograder.deliver.translations import translate
+    nb = student_version(COURSE[lesson_id].solution_path)
+    translate(nb, lesson_id, lang)
+    return nb
+
+
+def _releases(lang: str | None = None):
+    """(lesson_id, the released notebook's text) for every lesson; with `lang`, for every lesson
+    translated into it."""
+    if lang is None:
+        for lesson in available_lessons():
+            yield lesson.id, render(student_version(lesson.solution_path))
+        return
+    from autograder.deliver.translations import translated_lessons
+    for lesson_id in translated_lessons(lang):
+        yield lesson_id, render(translated_version(lesson_id, lang))
+
+
+def release(out_dir: Path = LESSONS, lang: str | None = None) -> list[Path]:
+    """Write lessons/<id>.ipynb for every lesson (with `lang`: the translated lessons, by default
+    into lessons/<lang>/, under the same file names); return the paths written."""
+    if lang is not None and out_dir == LESSONS:
+        out_dir = LESSONS / lang
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for lesson in available_lessons():
-        target = out_dir / f"{lesson.id}.ipynb"
-        text = render(student_version(lesson.solution_path))
+    for lesson_id, text in _releases(lang):
+        target = out_dir / f"{lesson_id}.ipynb"
         tmp = target.with_suffix(".ipynb.tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(target)  # atomic: a reader never sees half a notebook
@@ -54,11 +76,12 @@ def release(out_dir: Path = LESSONS) -> list[Path]:
     return written
 
 
-def out_of_sync() -> list[str]:
-    """Lessons whose file in lessons/ differs from what release would write now."""
+def out_of_sync(lang: str | None = None) -> list[str]:
+    """Lessons whose file in lessons/ (or lessons/<lang>/) differs from what release would write now."""
+    folder = LESSONS / lang if lang else LESSONS
     stale = []
-    for lesson in available_lessons():
-        path = lesson.released_path
-        if not path.exists() or path.read_text(encoding="utf-8") != render(student_version(lesson.solution_path)):
-            stale.append(lesson.id)
+    for lesson_id, text in _releases(lang):
+        path = folder / f"{lesson_id}.ipynb"
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            stale.append(lesson_id)
     return stale

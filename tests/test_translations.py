@@ -1,0 +1,139 @@
+"""The Chinese edition stays in step with the English (deliver/translations.py).
+
+Every catalog is complete and current (no untranslated, fuzzy or obsolete entry, and no English
+cell without its entry); each translation keeps its source's inline code, math, links and
+structure; none is suspiciously short; the released Chinese notebooks are what `release` writes,
+with code cells byte-identical to the English ones.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import nbformat
+import pytest
+
+from autograder.course import COURSE, LESSONS
+from autograder.deliver import translations
+
+LANG = "zh_CN"
+LESSON_IDS = translations.translated_lessons(LANG)
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _entries(lesson_id):
+    return [m for m in translations.read(lesson_id, LANG) if m.id]
+
+
+def test_there_is_a_chinese_edition():
+    assert set(LESSON_IDS) >= {"01_scaled_dot_product_attention", "02_masking", "03_self_attention_head",
+                               "04_worked_example", "05_multi_head_attention",
+                               "06_debugging_projection_reuse"}, LESSON_IDS
+
+
+@pytest.mark.parametrize("lesson_id", LESSON_IDS)
+def test_catalog_is_complete_and_current(lesson_id):
+    catalog = translations.read(lesson_id, LANG)
+    status = translations.status(catalog)
+    assert status == {"translated": status["translated"], "fuzzy": 0, "untranslated": 0, "obsolete": 0}, \
+        (f"{translations.catalog_path(lesson_id, LANG)}: {status}; run `python -m autograder translations` "
+         "and translate (or confirm) every entry")
+    english = {(m.context, m.id) for m in translations.template(lesson_id) if m.id}
+    assert {(m.context, m.id) for m in _entries(lesson_id)} == english, \
+        "the catalog does not hold today's English: run `python -m autograder translations`"
+
+
+def _spans(pattern, text):
+    """The spans `pattern` finds, whitespace normalised (a translation may rejoin a span's lines)."""
+    return Counter(" ".join(span.split()) for span in re.findall(pattern, text, flags=re.S))
+
+
+KEPT = {
+    "display math": r"\$\$.*?\$\$",
+    "inline code": r"(?<!`)`[^`]+`(?!`)",
+    "link target": r"\]\(([^)]+)\)",
+    "URL": r"https?://\S+",
+}
+
+
+@pytest.mark.parametrize("lesson_id", LESSON_IDS)
+def test_translations_keep_code_math_and_links(lesson_id):
+    problems = []
+    for m in _entries(lesson_id):
+        source, target = m.id, m.string
+        for what, pattern in KEPT.items():
+            lost = _spans(pattern, source) - _spans(pattern, target)
+            if lost:
+                problems.append(f"{m.context}: {what} {sorted(lost)[:3]} missing from the translation")
+        inline_math = lambda s: Counter(re.findall(r"(?<!\$)\$[^$\n]+\$(?!\$)", s))  # noqa: E731
+        lost = inline_math(source) - inline_math(target)
+        if lost:
+            problems.append(f"{m.context}: inline math {sorted(lost)[:3]} missing from the translation")
+        heading = lambda s: [len(h) for h in re.findall(r"^(#+) ", s, flags=re.M)]  # noqa: E731
+        if heading(source) != heading(target):
+            problems.append(f"{m.context}: headings {heading(source)} became {heading(target)}")
+        rows = lambda s: sum(1 for line in s.splitlines() if line.lstrip().startswith("|"))  # noqa: E731
+        if rows(source) != rows(target):
+            problems.append(f"{m.context}: a table has {rows(source)} rows in English, {rows(target)} here")
+    assert not problems, "\n".join(problems)
+
+
+def _prose(text: str) -> str:
+    text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
+    text = re.sub(r"\$[^$\n]*\$", "", text)
+    return re.sub(r"`[^`]*`", "", text)
+
+
+@pytest.mark.parametrize("lesson_id", LESSON_IDS)
+def test_no_translation_is_suspiciously_short(lesson_id):
+    """Chinese prose runs at 0.9 to 1.9 Han characters per English word in these lessons; a cell
+    under 0.6 has lost sentences (or was never translated)."""
+    short = []
+    for m in _entries(lesson_id):
+        words = len(_prose(m.id).split())
+        han = len(HAN.findall(_prose(m.string)))
+        if words >= 8 and han < 0.6 * words:
+            short.append(f"{m.context}: {han} Chinese characters for {words} English words")
+    assert not short, "\n".join(short)
+
+
+@pytest.mark.parametrize("lesson_id", LESSON_IDS)
+def test_released_chinese_notebook_runs_the_same_code(lesson_id):
+    english = nbformat.read(str(LESSONS / f"{lesson_id}.ipynb"), as_version=4)
+    chinese = nbformat.read(str(LESSONS / LANG / f"{lesson_id}.ipynb"), as_version=4)
+    assert [(c.cell_type, c.get("id")) for c in chinese.cells] == [(c.cell_type, c.get("id")) for c in english.cells]
+    for en, zh in zip(english.cells, chinese.cells):
+        if en.cell_type == "code":
+            assert zh.source == en.source and zh.metadata == en.metadata, en.get("id")
+        else:
+            assert HAN.search(zh.source), f"{en.get('id')} is still in English"
+    assert chinese.metadata.get("language") == "zh-CN"
+
+
+def test_released_chinese_notebooks_are_in_sync():
+    from autograder.deliver.release import out_of_sync
+    assert out_of_sync(LANG) == [], "run `python -m autograder release`"
+    on_disk = {p.stem for p in (LESSONS / LANG).glob("*.ipynb")}
+    assert on_disk == set(LESSON_IDS), "lessons/zh_CN/ holds a lesson without a catalog, or misses one"
+
+
+def test_a_changed_english_cell_makes_its_translation_fuzzy(tmp_path, monkeypatch):
+    """What keeps the editions in step: Babel's merge keeps the old translation of an edited cell,
+    marked fuzzy, so it is never used (and the tests above fail) until a translator confirms it."""
+    import shutil
+    lesson_id = "03_self_attention_head"
+    source = COURSE[lesson_id].solution_path
+    nb = nbformat.read(str(source), as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "markdown")
+    first.source += "\n\nOne more sentence."
+    edited = tmp_path / "solutions" / source.name
+    edited.parent.mkdir()
+    nbformat.write(nb, str(edited))
+    shutil.copytree(translations.LOCALE / LANG, tmp_path / "locale" / LANG)
+    monkeypatch.setattr(translations, "LOCALE", tmp_path / "locale")
+    monkeypatch.setattr(type(COURSE[lesson_id]), "solution_path",
+                        property(lambda self: tmp_path / "solutions" / f"{self.id}.ipynb"))
+    counts = translations.update(LANG, [lesson_id])[lesson_id]
+    assert counts["fuzzy"] == 1 and counts["untranslated"] == 0, counts
+    assert translations.translate(nb, lesson_id, LANG) == [first.id]   # stays English until confirmed
