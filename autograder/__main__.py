@@ -126,7 +126,7 @@ def cmd_release(args) -> int:
             print(f"wrote {path}")
     if args.student_kit:
         from autograder.deliver.kit import ensure_secret, write_kit
-        out = write_kit(Path(args.student_kit))
+        out = write_kit(Path(args.student_kit), lang=args.lang)
         size = sum(p.stat().st_size for p in ([out] if out.is_file() else out.rglob("*")) if p.is_file())
         print(f"wrote the student kit {out} ({size / 1e6:.1f} MB): hand it out; it holds no solution")
         secret, created = ensure_secret()
@@ -202,6 +202,8 @@ def main(argv=None) -> int:
     r = sub.add_parser("release", help="regenerate lessons/ from solutions/")
     r.add_argument("--student-kit", metavar="OUT", help="also write the student kit (a folder, or a .zip): "
                                                         "README, requirements, lessons, recorded self-checks")
+    r.add_argument("--lang", default=None, help="with --student-kit: hand out the lessons (and the README) "
+                   "in this language where they are translated, e.g. zh_CN (简体中文)")
     r.set_defaults(func=cmd_release)
     t = sub.add_parser("translations", help="merge the English lessons into the translation catalogs "
                        "(locale/<lang>/LC_MESSAGES/<lesson_id>.po) and say what is left to translate")

@@ -137,3 +137,23 @@ def test_a_changed_english_cell_makes_its_translation_fuzzy(tmp_path, monkeypatc
     counts = translations.update(LANG, [lesson_id])[lesson_id]
     assert counts["fuzzy"] == 1 and counts["untranslated"] == 0, counts
     assert translations.translate(nb, lesson_id, LANG) == [first.id]   # stays English until confirmed
+
+
+@pytest.mark.slow   # records two lessons' checks twice (~50 s)
+def test_chinese_student_kit(tmp_path):
+    """`release --student-kit OUT --lang zh_CN`: the translated lessons in Chinese, under the same
+    file names and with the same code as the English kit's, and a Chinese README naming them."""
+    from autograder.deliver.kit import kit_files
+    lessons = ["01_scaled_dot_product_attention", "02_masking"]
+    chinese = kit_files(lessons, corpus=False, lang=LANG)
+    english = kit_files(lessons, corpus=False)
+    assert set(chinese) == set(english)
+    readme = chinese["README.md"].decode()
+    assert HAN.search(readme) and "`lessons/02_masking.ipynb`" in readme and "{translated}" not in readme
+    for lesson_id in lessons:
+        zh = nbformat.reads(chinese[f"lessons/{lesson_id}.ipynb"].decode(), as_version=4)
+        en = nbformat.reads(english[f"lessons/{lesson_id}.ipynb"].decode(), as_version=4)
+        assert [c.source for c in zh.cells if c.cell_type == "code"] == \
+            [c.source for c in en.cells if c.cell_type == "code"]
+        assert all(HAN.search(c.source) for c in zh.cells if c.cell_type == "markdown")
+    assert all(chinese[name] == english[name] for name in chinese if name.startswith("autograder/"))

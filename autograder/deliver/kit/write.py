@@ -98,28 +98,42 @@ nbgrader's exchange). Keep the file names: the grader knows a lesson by its file
 """
 
 
-def kit_files(lessons: list[str] | None = None, corpus: bool = True) -> dict[str, bytes]:
-    """{path in the kit: bytes}."""
-    from autograder.deliver.release import render, student_version
+def kit_files(lessons: list[str] | None = None, corpus: bool = True, lang: str | None = None) -> dict[str, bytes]:
+    """{path in the kit: bytes}. With `lang` (deliver/translations.py), the lessons translated into
+    it are handed out in that language (same file names, same code), with the README in it too."""
+    from autograder.deliver.release import render, student_version, translated_version
+    from autograder.deliver.translations import translated_lessons
     lessons = lessons or [lesson.id for lesson in available_lessons()]
+    translated = set(translated_lessons(lang)) if lang else set()
     files = package_files(lessons)
     for name, data in tape_files(record(lessons, corpus=corpus)).items():
         files[f"autograder/records/{name}"] = data
     for lesson_id in lessons:
-        files[f"lessons/{lesson_id}.ipynb"] = render(student_version(COURSE[lesson_id].solution_path)).encode()
+        nb = translated_version(lesson_id, lang) if lesson_id in translated \
+            else student_version(COURSE[lesson_id].solution_path)
+        files[f"lessons/{lesson_id}.ipynb"] = render(nb).encode()
     if "09_generating_text" in lessons:   # the corpus lesson 09 trains its model on (data, no code)
         for path in sorted((ROOT / "data" / "sums").glob("*")):
             if path.suffix in (".txt", ".md"):
                 files[f"data/sums/{path.name}"] = path.read_bytes()
-    files["README.md"] = STUDENT_README.encode()
+    files["README.md"] = (kit_readme(lang, [lid for lid in lessons if lid in translated]) if lang
+                          else STUDENT_README).encode()
     files["requirements.txt"] = kit_requirements().encode()
     return files
 
 
-def write_kit(out: Path, lessons: list[str] | None = None, corpus: bool = True) -> Path:
+def kit_readme(lang: str, translated: list[str]) -> str:
+    """The kit's README in `lang`: locale/<lang>/KIT_README.md, with the list of the lessons
+    translated so far in place of {translated}."""
+    from autograder.deliver.translations import LOCALE
+    template = (LOCALE / lang / "KIT_README.md").read_text(encoding="utf-8")
+    return template.replace("{translated}", "\n".join(f"- `lessons/{lid}.ipynb`" for lid in translated))
+
+
+def write_kit(out: Path, lessons: list[str] | None = None, corpus: bool = True, lang: str | None = None) -> Path:
     """Build the kit in a temporary place next to `out`, then rename it into place."""
     out = Path(out).resolve()
-    files = kit_files(lessons, corpus)
+    files = kit_files(lessons, corpus, lang)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix == ".zip":
         buf = io.BytesIO()
