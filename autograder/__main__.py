@@ -138,13 +138,14 @@ def cmd_release(args) -> int:
 
 def cmd_translations(args) -> int:
     from autograder.deliver.translations import catalog_path, update
-    unknown = [lid for lid in args.lessons or () if lid not in COURSE]
+    from autograder.deliver.translations import PAGES
+    unknown = [lid for lid in args.lessons or () if lid not in COURSE and lid not in PAGES]
     if unknown:
         print(f"error: no lesson {', '.join(unknown)}", file=sys.stderr)
         return USAGE_ERROR
     lessons = None
     if args.lessons:
-        lessons = sorted({*args.lessons, *(lid for lid in COURSE if catalog_path(lid, args.lang).exists())})
+        lessons = sorted({*args.lessons, *(d for d in [*COURSE, *PAGES] if catalog_path(d, args.lang).exists())})
     for lesson_id, counts in update(args.lang, lessons).items():
         left = counts["fuzzy"] + counts["untranslated"]
         print(f"{catalog_path(lesson_id, args.lang).relative_to(Path.cwd()) if catalog_path(lesson_id, args.lang).is_relative_to(Path.cwd()) else catalog_path(lesson_id, args.lang)}: "
@@ -209,7 +210,7 @@ def main(argv=None) -> int:
                        "(locale/<lang>/LC_MESSAGES/<lesson_id>.po) and say what is left to translate")
     t.add_argument("--lang", default="zh_CN", help="the language (default zh_CN)")
     t.add_argument("--lessons", nargs="+", metavar="LESSON_ID", default=None,
-                   help="start catalogs for these lessons too (default: the lessons that have one)")
+                   help="start catalogs for these lessons (or site pages: book_intro) too (default: those that have one)")
     t.set_defaults(func=cmd_translations)
     gs = sub.add_parser("gradescope", help="write a Gradescope autograder bundle (zip)")
     gs.add_argument("--out", default="gradescope_autograder.zip", help="the zip to write "

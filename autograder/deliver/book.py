@@ -162,9 +162,11 @@ def mistakes_page() -> str:
     return "\n".join(lines)
 
 
-def points_table() -> str:
+def points_table(lang: str | None = None) -> str:
     """| lesson | exercise | points |, read from the self-check cells' nbgrader points."""
-    rows = ["| lesson | exercise | points |", "|---|---|---|"]
+    w = SITE_WORDS.get(lang or "", {})
+    rows = [f"| {w.get('lesson', 'lesson')} | {w.get('exercise', 'exercise')} | {w.get('points', 'points')} |",
+            "|---|---|---|"]
     total = 0.0
     for lesson in available_lessons():
         nb = nbformat.read(str(lesson.solution_path), as_version=4)
@@ -176,7 +178,7 @@ def points_table() -> str:
         for exercise in lesson.exercises:
             rows.append(f"| {lesson.title} | `{exercise}` | {points.get(exercise, 0):g} |")
             total += points.get(exercise, 0)
-    rows.append(f"| **all lessons** | | **{total:g}** |")
+    rows.append(f"| **{w.get('all lessons', 'all lessons')}** | | **{total:g}** |")
     return "\n".join(rows) + "\n"
 
 
@@ -193,20 +195,51 @@ def _write_if_changed(path: Path, text: str) -> None:
         write_atomic(path, text)
 
 
-def generate(book: Path = BOOK, variant: str = "student", jobs: int = 2) -> list[Path]:
+def generate(book: Path = BOOK, variant: str = "student", jobs: int = 2, lang: str | None = None) -> list[Path]:
+    """Write the generated pages into `book`. With `lang` (a translated site, book/<lang>/: see
+    translated_site), the lessons' prose and the introduction come from that language's catalogs."""
     if variant not in VARIANTS:
         raise ValueError(f"course_variant must be one of {VARIANTS}, not {variant!r}")
-    cache = book / "_build" / ".executed" if book != BOOK else EXECUTED_CACHE
+    cache = book / "_build" / ".executed" if book not in (BOOK, *(BOOK / lg for lg in _languages())) \
+        else EXECUTED_CACHE
     lessons = [lesson.id for lesson in available_lessons()]
     with ThreadPoolExecutor(jobs) as pool:  # each notebook runs in its own kernel process
         executed = dict(zip(lessons, pool.map(lambda lid: executed_solution(lid, cache), lessons)))
     written = []
     for lesson_id, nb in executed.items():
+        if lang is not None:
+            nb = copy.deepcopy(nb)
+            translate(nb, lesson_id, lang)      # cells without a confirmed translation stay English
         path = book / "lessons" / f"{lesson_id}.ipynb"
         _write_if_changed(path, nbformat.writes(page(nb, variant)))
         written.append(path)
-    for name, text in (("mistakes.md", mistakes_page()), ("_generated/points.md", points_table())):
+    pages = [("mistakes.md", mistakes_page()), ("_generated/points.md", points_table(lang))]
+    if lang is not None:
+        pages += translated_site(lang)
+    for name, text in pages:
         path = book / name
         _write_if_changed(path, text)
         written.append(path)
     return written
+
+
+def _languages() -> tuple[str, ...]:
+    from autograder.deliver.translations import LANGUAGES
+    return LANGUAGES
+
+
+def translate(nb, lesson_id: str, lang: str) -> list[str]:
+    from autograder.deliver.translations import translate as into
+    return into(nb, lesson_id, lang)
+
+
+SITE_WORDS = {"zh_CN": {"lesson": "课", "exercise": "练习",
+                        "points": "分数", "all lessons": "全部课程"}}
+
+
+def translated_site(lang: str) -> list[tuple[str, str]]:
+    """The pages of book/<lang>/ that are not lessons: the introduction, from its catalog. (Its
+    _toc.yml is a source file: Jupyter Book reads it before any extension runs.)"""
+    from autograder.deliver.translations import translate_page
+    intro, _ = translate_page("book_intro", lang)
+    return [("intro.md", intro)]

@@ -9,6 +9,10 @@ A fuzzy or empty entry is never used: that cell stays in English until a transla
 and the tests (tests/test_translations.py) fail until then.
 
 Code cells are never translated: a translated notebook runs, and is graded, exactly as the English.
+
+The site's own pages (PAGES: the book's introduction) are translated the same way, one entry per
+block of markdown (the text between blank lines; code fences and directives are left as they are),
+in locale/<lang>/LC_MESSAGES/book_<page>.po.
 """
 from __future__ import annotations
 
@@ -22,21 +26,88 @@ LOCALE = ROOT / "locale"
 LANGUAGES = ("zh_CN",)
 
 
-def catalog_path(lesson_id: str, lang: str) -> Path:
-    return LOCALE / lang / "LC_MESSAGES" / f"{lesson_id}.po"
+PAGES = {"book_intro": ROOT / "book" / "intro.md"}
 
 
-def template(lesson_id: str):
-    """The catalog of a lesson's English prose, empty translations (a .pot in memory)."""
+def catalog_path(domain: str, lang: str) -> Path:
+    """A lesson's catalog (domain = lesson id), or a site page's (domain in PAGES)."""
+    return LOCALE / lang / "LC_MESSAGES" / f"{domain}.po"
+
+
+def _new_catalog(domain: str, lang: str | None = None):
+    import datetime
+
     from babel.messages.catalog import Catalog
-    source = COURSE[lesson_id].solution_path
-    nb = nbformat.read(str(source), as_version=4)
-    catalog = Catalog(project="multi-head-attention-course", domain=lesson_id, charset="utf-8")
+    # a fixed creation date: a catalog changes only when its messages do
+    fixed = datetime.datetime(2026, 11, 26, tzinfo=datetime.timezone.utc)
+    catalog = Catalog(locale=lang, domain=domain, project="multi-head-attention-course", version="1",
+                      copyright_holder="the course team", charset="utf-8",
+                      creation_date=fixed, revision_date=fixed, fuzzy=False, msgid_bugs_address="the course's issue tracker",
+                      last_translator="the course team", language_team=f"{lang or 'LANGUAGE'} (the course team)",
+                      header_comment=HEADER_COMMENT)
+    return catalog
+
+
+HEADER_COMMENT = ("# Translations of the course's English text (solutions/, book/), made with Babel:\n"
+                  "# `python -m autograder translations` merges today's English in; see autograder/deliver/translations.py.")
+HEADER_FIELDS = ("project", "version", "copyright_holder", "last_translator", "language_team", "header_comment",
+                 "creation_date", "revision_date", "msgid_bugs_address")
+
+
+def template(domain: str):
+    """The catalog of a lesson's (or a site page's) English prose, empty translations (a .pot in memory)."""
+    catalog = _new_catalog(domain)
+    if domain in PAGES:
+        path = PAGES[domain]
+        for index, block in enumerate(markdown_blocks(path.read_text(encoding="utf-8"))):
+            if _translatable(block):
+                catalog.add(block, auto_comments=[f"block {index}"],
+                            locations=[(path.relative_to(ROOT).as_posix(), index)])
+        return catalog
+    nb = nbformat.read(str(COURSE[domain].solution_path), as_version=4)
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown" and cell.source.strip():
             catalog.add(cell.source, context=cell.id, auto_comments=[f"markdown cell {index}"],
-                        locations=[(f"solutions/{lesson_id}.ipynb", index)])
+                        locations=[(f"solutions/{domain}.ipynb", index)])
     return catalog
+
+
+def markdown_blocks(text: str) -> list[str]:
+    """The blocks of a markdown page: runs of lines between blank lines, a fenced block kept whole."""
+    blocks, current, fence = [], [], None
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if fence is None and stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        elif fence is not None and stripped.startswith(fence):
+            fence = None
+            current.append(line)
+            continue
+        if fence is None and not line.strip():
+            if current:
+                blocks.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    if current:
+        blocks.append("\n".join(current))
+    return blocks
+
+
+def _translatable(block: str) -> bool:
+    return not block.lstrip().startswith(("```", "~~~", "{", "(")) and any(c.isalpha() for c in block)
+
+
+def translate_page(domain: str, lang: str) -> tuple[str, list[int]]:
+    """(the page in `lang`, the indexes of the blocks left in English: no confirmed translation)."""
+    catalog = read(domain, lang)
+    out, missing = [], []
+    for index, block in enumerate(markdown_blocks(PAGES[domain].read_text(encoding="utf-8"))):
+        message = catalog.get(block) if catalog is not None and _translatable(block) else None
+        if _translatable(block) and (message is None or not message.string or message.fuzzy):
+            missing.append(index)
+        out.append(message.string if message is not None and message.string and not message.fuzzy else block)
+    return "\n\n".join(out) + "\n", missing
 
 
 def read(lesson_id: str, lang: str):
@@ -60,17 +131,20 @@ def write(catalog, path: Path) -> None:
 
 
 def update(lang: str, lessons=None) -> dict[str, dict[str, int]]:
-    """Merge today's English into `lang`'s catalogs (creating those of `lessons` that are missing).
+    """Merge today's English into `lang`'s catalogs (creating those of `lessons` that are missing;
+    a lesson id or a site page's domain, PAGES).
     Returns, per lesson, how many entries are translated, fuzzy, untranslated and obsolete."""
-    from babel.messages.catalog import Catalog
-    wanted = lessons if lessons is not None else [lid for lid in COURSE if catalog_path(lid, lang).exists()]
+    wanted = lessons if lessons is not None else [d for d in [*COURSE, *PAGES] if catalog_path(d, lang).exists()]
     counts = {}
     for lesson_id in wanted:
-        if not COURSE[lesson_id].solution_path.exists():
+        if lesson_id in COURSE and not COURSE[lesson_id].solution_path.exists():
             continue
-        catalog = read(lesson_id, lang) or Catalog(locale=lang, domain=lesson_id, charset="utf-8",
-                                                   project="multi-head-attention-course")
-        catalog.update(template(lesson_id), update_header_comment=False)
+        catalog, fresh = read(lesson_id, lang), _new_catalog(lesson_id, lang)
+        if catalog is None:
+            catalog = fresh
+        for field in HEADER_FIELDS:
+            setattr(catalog, field, getattr(fresh, field))
+        catalog.update(template(lesson_id), update_header_comment=False, update_creation_date=False)
         write(catalog, catalog_path(lesson_id, lang))
         counts[lesson_id] = status(catalog)
     return counts

@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:  # the book builds from a checkout, installed or n
 
 def _generate(app, config):
     from autograder.deliver import book
-    book.generate(Path(app.srcdir), variant=config.course_variant)
+    book.generate(Path(app.srcdir), variant=config.course_variant, lang=config.course_language)
     config.myst_substitutions = {**book.substitutions(), **(config.myst_substitutions or {})}
 
 
@@ -28,8 +28,22 @@ def _drop_thebe(app, config):
                 app.disconnect(listener.id)
 
 
+def _publish_translation(app, exception):
+    """A translated site (book/<lang>/) is also copied into the English site's folder, as
+    book/_build/html/<lang>/, so that the one folder to publish holds both and their language links
+    ("zh_CN/intro.html", "../intro.html") work."""
+    lang = app.config.course_language
+    if exception is None and lang and app.builder.name == "html":
+        import shutil
+        target = ROOT / "book" / "_build" / "html" / lang
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(app.outdir, target)
+
+
 def setup(app):
     app.add_config_value("course_variant", "student", "env")
+    app.add_config_value("course_language", None, "env")   # a translated site (book/zh_CN/_config.yml)
     app.connect("config-inited", _generate, priority=100)  # before sphinx-external-toc (500)
     app.connect("config-inited", _drop_thebe)
+    app.connect("build-finished", _publish_translation)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
