@@ -252,6 +252,8 @@ def test_a_slow_teardown_costs_no_classmate_a_point(tmp_path, jobs):
         lost = [(t["name"], t["output"][:300]) for t in results[student]["tests"] if t["score"] < t["max_score"]]
         assert results[student]["score"] == results[student]["max_score"] > 0, (student, lost)
         assert "broke down" not in results[student].get("output", "")
-    # the attack itself returned in time: its own lessons are graded like the reference
+    # the attack itself ran, each cell in time (none skipped), and its own lessons are graded
+    # like the reference
     attacker = results["a_attacker"]
+    assert "was skipped" not in attacker.get("output", ""), attacker.get("output")
     assert attacker["score"] == attacker["max_score"], [t["name"] for t in attacker["tests"] if t["score"] < t["max_score"]]
