@@ -132,6 +132,7 @@ def _worker_pid(box: Sandbox) -> int:
     return min(p for p in _tree(box._proc.pid, table) if table[p][0] == box._proc.pid)
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_mid_request_is_the_graders_fault_not_an_exit(tmp_path):
     """The worker is killed while it serves a correct notebook (its softmax cell is running): that
     is SandboxBroken, the student is regraded with a fresh worker and gets full marks, never

@@ -7,7 +7,9 @@ namespaces), and asks it for a fresh confined child per submission (isolation/co
 Every wait here has a deadline and nothing a submission does can stretch it: a request's whole
 reply must arrive by its deadline, however slowly it trickles; a worker that does not answer in
 time is killed and replaced. `Child.close()` returns only once the worker has confirmed that
-the child and every process it started are gone, so results are written after that.
+the child and every process it started are stopped and killed (none of it runs again), so results
+are written after that. A worker found dead is SandboxBroken (the grader's fault: regraded), never
+a SubmissionFault of the student it was serving.
 """
 from __future__ import annotations
 
