@@ -19,7 +19,7 @@ from autograder.grading import tolerances  # noqa: F401
 from autograder.course import COURSE
 from autograder.load.notebook import build_program
 from autograder.grading.plugin import GradingPlugin, run_checks
-from autograder.isolate.sandbox import DEFAULT_TIME_LIMIT, Sandbox
+from autograder.isolate.sandbox import DEFAULT_TIME_LIMIT, Sandbox, SandboxBroken
 from autograder.grading.student import ExerciseUnavailable
 from autograder.isolate.submission import Budget, Submission
 
@@ -97,7 +97,10 @@ def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tupl
         run_checks(plugin, sorted(submissions))
     finally:
         for sub in submissions.values():
-            sub.close()
+            try:
+                sub.close()
+            except SandboxBroken:   # the worker died under this student: regraded, never blamed
+                plugin.sandbox_broken = True
     notes.extend(f"autograder error (not the student's fault): {e}" for e in plugin.internal_errors)
     if budget.ran_out_at is not None:   # said once, however many exercises it cost
         notes.append(f"the time budget of {budget.total:g} s for this whole submission ran out "

@@ -56,7 +56,7 @@ def quick_probe() -> dict:
 
 def report() -> tuple[bool, str]:
     from autograder.course import ROOT
-    from autograder.isolate.sandbox import Sandbox, SandboxUnavailable, StudentError, SubmissionFault
+    from autograder.isolate.sandbox import Sandbox, SandboxBroken, SandboxUnavailable, StudentError, SubmissionFault
     probe = quick_probe()
     lines = [f"running as {'root' if probe['root'] else 'uid ' + str(os.geteuid())}",
              f"bubblewrap namespaces: {'yes' if probe['namespaces'] else 'no (' + probe['why'] + ')'}",
@@ -72,7 +72,7 @@ def report() -> tuple[bool, str]:
         child.request("exec", 20, label="doctor",
                       source=f"COURSE = {str(ROOT)!r}\nWORKER = {worker}\n" + ATTEMPTS)
         attempts = child.request("call", 20, target=["name", "results"])["result"]
-    except (StudentError, SubmissionFault) as exc:
+    except (StudentError, SubmissionFault, SandboxBroken) as exc:
         attempts = [("self-test", f"could not run: {exc}")]
     finally:
         child.close()

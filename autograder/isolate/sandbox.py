@@ -7,7 +7,9 @@ namespaces), and asks it for a fresh confined child per submission (isolation/co
 Every wait here has a deadline and nothing a submission does can stretch it: a request's whole
 reply must arrive by its deadline, however slowly it trickles; a worker that does not answer in
 time is killed and replaced. `Child.close()` returns only once the worker has confirmed that
-the child and every process it started are gone, so results are written after that.
+the child and every process it started are stopped and killed (none of it runs again), so results
+are written after that. A worker found dead is SandboxBroken (the grader's fault: regraded), never
+a SubmissionFault of the student it was serving.
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ class Child:
 
     def __init__(self, sandbox: "Sandbox", pid: int, sock: socket.socket, layers: list[str]):
         self.sandbox, self.pid, self.sock, self.layers = sandbox, pid, sock, layers
+        self.worker = sandbox._control           # the worker that forked it (a pid means nothing to another)
         self.alive = True
 
     def request(self, op: str, timeout: float, **args):
@@ -67,6 +70,9 @@ class Child:
                 self.close()
                 raise SubmissionFault("timeout", "did not finish within the time limit") from None
             except (EOFError, OSError, wire.WireError) as exc:
+                # the child's own exit, or the worker's: when the worker dies, its control socket
+                # closes before the kernel ends its children, so ending this child then fails,
+                # and close() raises SandboxBroken (a grader fault: regraded) instead
                 self.close()
                 raise SubmissionFault("crash", f"the worker process stopped ({exc})") from None
             try:
@@ -86,13 +92,16 @@ class Child:
 
     def close(self) -> None:
         """End the child and everything it started; returns once the worker has stopped and killed
-        all of it (none of it runs again; the kernel takes it apart in the following milliseconds)."""
+        all of it (none of it runs again; the kernel takes it apart in the following milliseconds,
+        or seconds). Raises SandboxBroken if the worker itself is gone."""
         if self.alive:
             self.alive = False
             try:
                 self.sock.close()
             except OSError:
                 pass
+            if self.sandbox._control is not self.worker:
+                raise SandboxBroken("the sandboxed worker that ran this child was closed")
             self.sandbox.end(self.pid)
 
 
@@ -214,8 +223,11 @@ class Sandbox:
                 socket.send_fds(self._control, [json.dumps(message).encode()], list(fds))
             else:
                 self._control.sendall(json.dumps(message).encode())
-            reply = json.loads(self._control.recv(65536) or b"{}")
-        except (OSError, ValueError) as exc:
+            answer = self._control.recv(65536)
+            if not answer:
+                raise EOFError("it is gone")
+            reply = json.loads(answer)
+        except (OSError, ValueError, EOFError) as exc:
             self.close()
             raise SandboxBroken(f"the sandboxed worker stopped answering ({exc})") from None
         if not isinstance(reply, dict):
@@ -312,16 +324,15 @@ class Sandbox:
 
     def end(self, pid: int) -> None:
         """Kill a child and all it started. The worker answers once all of it is stopped and killed,
-        and ends itself (in bubblewrap, its PID namespace goes with it) if it cannot then see all of
-        it gone (Zygote.sweep); an end it refuses (not this job's child) closes this sandbox."""
+        and then waits for the kernel to take it apart, however long that takes (Zygote.sweep).
+        A worker that is gone, or refuses (not this job's child), raises SandboxBroken once this
+        sandbox is closed: whatever it was serving is the grader's fault, and regraded."""
         if self._proc is None:
-            return
-        try:
-            reply = self._ask({"op": "end", "pid": int(pid)})
-        except SandboxBroken:
-            return   # close() already killed the whole worker
+            raise SandboxBroken("the sandboxed worker was already closed")
+        reply = self._ask({"op": "end", "pid": int(pid)})   # SandboxBroken: close() killed it all
         if not reply.get("ended"):
             self.close()
+            raise SandboxBroken(f"the sandboxed worker would not end a child: {reply.get('error')}")
 
     def check(self) -> list[str]:
         """Start a child and end it: raises SandboxUnavailable where no isolation works. Returns

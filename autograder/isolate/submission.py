@@ -163,8 +163,8 @@ class Submission:
         try:
             return self.child.request(op, self._allowance(budget), **args)
         except SubmissionFault as fault:
+            self._close_child()   # SandboxBroken instead if the worker is gone: not the student's fault
             self.faults[exercise] = fault
-            self._close_child()
             raise
         finally:
             spent = time.monotonic() - started

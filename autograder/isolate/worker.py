@@ -30,11 +30,14 @@ import socket
 import sys
 import time
 
-from autograder.isolate.processes import _as_user, _can_change_user, _processes, _signal_all, _tree
+from autograder.isolate.processes import (_as_user, _can_change_user, _cannot_run_again, _kill_as_users,
+                                          _processes, _signal_all, _tree, _yield_cpu)
 
 PR_SET_CHILD_SUBREAPER = 36
 SWEEP_EVERY = 0.001      # seconds between passes while an ended child is not yet gone
-MAX_SWEEPS = 500         # ~0.5 s of passes (a killed torch-sized process takes ~3 ms to go)
+SWEEP_AT_MOST = 0.05     # ... growing to this while all that is left can never run again
+MAX_CHASES = 500         # passes in a row that each find a process still able to run (a chain of
+                         # forks outrunning the scan; a killed torch-sized process takes ~3 ms to go)
 
 
 def _vm_bytes() -> int:
@@ -137,8 +140,10 @@ class Zygote:
     def __init__(self, controls: list[socket.socket]):
         self.controls = list(controls)
         self.children: dict[int, dict] = {}     # pid -> {"uid", "scratch", "owner", ...}
-        self.dying: dict[int, dict] = {}        # ended, not yet seen gone: the same, and "sweeps"
+        self.dying: dict[int, dict] = {}        # ended, not yet seen gone: the same
         self.uid_mode = _can_change_user()
+        self.chases = 0                         # passes in a row that found a process able to run
+        self.pause = SWEEP_EVERY                # until the next pass while a child is dying
 
     # -- spawning ------------------------------------------------------------------------
     def spawn(self, request: dict, conn_fd: int, owner: int = 0) -> dict:
@@ -179,13 +184,14 @@ class Zygote:
         if info["owner"] != owner:
             return {"ended": False, "error": "another job's child"}
         del self.children[pid]
-        self.dying[pid] = dict(info, sweeps=0)
+        self.dying[pid] = info
+        self.pause = SWEEP_EVERY
         if info["uid"] is not None and os.getpid() != 1:
             # No PID namespace of our own (we are not its pid 1): /proc is the host's, slow to
             # read, and a process that keeps changing its pid can outrun every pass. kill(-1) as
             # the child's uid (a block of the grader's own, launch._uid_base) reaches all of it at
             # once, forks included.
-            _as_user(info["uid"], lambda: os.kill(-1, signal.SIGKILL))
+            _kill_as_users([info["uid"]])
         self.sweep()
         return {"ended": True}
 
@@ -193,9 +199,15 @@ class Zygote:
         """One pass over the process table: every process of a dying child's tree or uid, and every
         stray (re-parented to the worker, not a live child's), is stopped (a stopped process cannot
         fork) and killed. After a pass that finds none, the dying children are done: their scratch
-        folders are removed, their uids free. If MAX_SWEEPS passes still find some, the worker ends
-        itself (in bubblewrap, the PID namespace goes with everything in it): nothing a child started
-        may outlive it."""
+        folders are removed, their uids free (until then no new child can get them).
+
+        A killed process can take seconds to go (a large address space in small pages, forked a
+        hundred times, on a busy machine): it can never run again (_cannot_run_again), so it is only
+        waited for, however long, with passes further apart. A chain of forks that outruns the scans
+        (each pass finds a process still able to run) is ended by kill(-1) as each dying uid, or
+        where children have none, after MAX_CHASES such passes by the worker ending itself (in
+        bubblewrap its PID namespace goes with all of it); the grader then regrades what it was
+        serving (Sandbox.end: SandboxBroken), never blaming a student."""
         me = os.getpid()
         table = _processes()
         live_roots = set(self.children)
@@ -212,27 +224,35 @@ class Zygote:
                 doomed.add(other)
         doomed.discard(me)
         if doomed:
-            # stopped, a process can no longer fork; a pass that still finds one keeps every dying
-            # child dying (and its uid taken), so nothing that forked between the scan and the
-            # signals is forgotten: a child is done only after a pass that finds nothing at all
-            _signal_all(doomed, signal.SIGSTOP)
-            _signal_all(doomed, signal.SIGKILL)
-            for info in self.dying.values():
-                info["sweeps"] += 1
-                if info["sweeps"] > MAX_SWEEPS:
-                    os._exit(5)
+            # a pass that still finds one keeps every dying child dying (and its uid taken), so
+            # nothing that forked between the scan and the signals is forgotten: a child is done
+            # only after a pass that finds nothing at all
+            able = [pid for pid in doomed if not _cannot_run_again(pid)]
+            if not able:   # only the kernel's teardown is left: wait for it, checking less often
+                self.chases, self.pause = 0, min(self.pause * 2, SWEEP_AT_MOST)
+                return
+            _signal_all(able, signal.SIGSTOP)   # stopped, a process can no longer fork
+            _yield_cpu(able)
+            _signal_all(able, signal.SIGKILL)
+            self.chases, self.pause = self.chases + 1, SWEEP_EVERY
+            uids = {info["uid_taken"] for info in self.dying.values()} if self.uid_mode else {None}
+            if self.chases % 50 == 0 and None not in uids:
+                _kill_as_users(uids)   # every process of those uids at once, forks included
+            elif self.chases >= MAX_CHASES and None in uids:
+                os._exit(5)
             return
         for info in self.dying.values():
             shutil.rmtree(info["scratch"], ignore_errors=True)
             if os.path.exists(info["scratch"]) and info["uid"] is not None:
                 _as_user(info["uid"], lambda: shutil.rmtree(info["scratch"], ignore_errors=True))
         self.dying.clear()
+        self.chases = 0
 
     def serve(self) -> None:
         import select
         while self.controls or self.dying:
-            # while a child is dying, look again every millisecond between requests
-            ready, _, _ = select.select(self.controls, [], [], SWEEP_EVERY if self.dying else None)
+            # while a child is dying, look again between requests (Zygote.pause)
+            ready, _, _ = select.select(self.controls, [], [], self.pause if self.dying else None)
             for control in ready:
                 self._answer(control)
             if self.dying:
