@@ -131,8 +131,9 @@ def _grade_nothing(notebooks, missing, why: str) -> dict:
 
 def results_object(tests: list[dict], notes: list[str]) -> dict:
     """Gradescope's results object. Texts a student can influence (their exception messages, in a
-    check's output or a note) have control characters made visible (results.terminal_safe), and
-    Gradescope is told to show every output as plain text, never as Markdown or HTML."""
+    check's output or a note) have control characters made visible (results.terminal_safe) and are
+    cut to a bounded size (results.bounded), and Gradescope is told to show every output as plain
+    text, never as Markdown or HTML."""
     for test in tests:
         test["output"] = results.terminal_safe(test.get("output", ""))
         test["output_format"] = "text"
@@ -145,4 +146,4 @@ def results_object(tests: list[dict], notes: list[str]) -> dict:
     }
     if notes:
         result["output"] = results.terminal_safe("\n".join(notes))
-    return result
+    return results.bounded(result)

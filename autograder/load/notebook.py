@@ -257,7 +257,7 @@ def without_magics(source: str) -> tuple[str, str | None]:
     lines = source.splitlines()
     first = next((ln.strip() for ln in lines if ln.strip()), "")
     if first.startswith("%%"):
-        return "", f"the cell magic {first.split()[0]} was skipped (the grader runs plain Python)"
+        return "", f"the cell magic {first.split()[0][:40]} was skipped (the grader runs plain Python)"
     out, skipped = [], []
     for ln in lines:
         stripped = ln.lstrip()
@@ -273,7 +273,9 @@ def without_magics(source: str) -> tuple[str, str | None]:
             out.append(ln)
     if not skipped:
         return source, None
-    return "\n".join(out), f"skipped {', '.join(dict.fromkeys(skipped))} (magics and shell commands do not run when grading)"
+    names = [name[:40] for name in dict.fromkeys(skipped)]   # the student's text: a bounded note
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return "\n".join(out), f"skipped {shown} (magics and shell commands do not run when grading)"
 
 
 def _find_graded(gid, by_id, code, used, released_ids, program) -> dict | None:
