@@ -54,6 +54,29 @@ def write_hostile_student(folder: Path) -> Path:
     return folder
 
 
+def write_type_name_student(folder: Path) -> Path:
+    """The review's attack (issue 31): every graded cell of every lesson defines its exercise to raise
+    an exception class named "E" + "x" * 3_000_000."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in sorted((ROOT / "lessons").glob("0*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if meta.get("solution"):
+                cell["source"] = ATTACKS["01_scaled_dot_product_attention"].replace("NAME", meta["grade_id"])
+        (folder / path.name).write_text(json.dumps(nb), encoding="utf-8")
+    return folder
+
+
+def write_honest_student(folder: Path) -> Path:
+    """The baseline: every lesson's reference solution."""
+    import shutil
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in sorted((ROOT / "solutions").glob("0*.ipynb")):
+        shutil.copy(path, folder / path.name)
+    return folder
+
+
 def grade_and_measure(student: Path, out: Path) -> dict:
     """Grade `student` (one student's folder) in this process, as `grade --jobs 1` does."""
     import contextlib
