@@ -205,6 +205,14 @@ def slim(cell: dict) -> dict:
             "metadata": {"nbgrader": nbg, "tags": tags}}
 
 
+def _json_kind(value) -> str:
+    """What a JSON value is, in the words of a notebook's JSON."""
+    if value is None:
+        return "null"
+    kinds = {bool: "true or false", int: "a number", float: "a number", str: "text", list: "a list", dict: "an object"}
+    return kinds.get(type(value), "a value")
+
+
 def _odd_cells(cells: list) -> list[str]:
     """A note for each cell grading cannot read as it is (said by its place in the notebook, and its
     grade_id when it has one): what grading does with it instead."""
@@ -213,12 +221,13 @@ def _odd_cells(cells: list) -> list[str]:
         gid = _nbgrader(cell).get("grade_id")
         name = f"cell {i + 1} of the notebook" + (f" ('{gid[:64]}')" if isinstance(gid, str) else "")
         if not isinstance(cell, dict) or not isinstance(cell.get("cell_type", ""), str):
-            kind = type(cell.get("cell_type") if isinstance(cell, dict) else cell).__name__
-            notes.append(f"{name} has no cell type (a {kind} where 'code' or 'markdown' belongs): it was left out")
+            kind = _json_kind(cell.get("cell_type") if isinstance(cell, dict) else cell)
+            notes.append(f"{name} has no cell type ({kind} where 'code' or 'markdown' belongs): it was left out")
             continue
         src = cell.get("source", "")
         if not isinstance(src, str) and not (isinstance(src, list) and all(isinstance(s, str) for s in src)):
-            notes.append(f"{name}: its source is not text (a {type(src).__name__}); only its text parts were read")
+            read = "only the text in it was read" if isinstance(src, list) else "it was read as an empty cell"
+            notes.append(f"{name}: its source is not text ({_json_kind(src)}); {read}")
     return notes[:20] + ([f"and {len(notes) - 20} more such cells"] if len(notes) > 20 else [])
 
 
