@@ -84,8 +84,12 @@ def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tupl
         try:
             program = build_program(Path(path), COURSE[lesson_id])
         except Exception as exc:   # a notebook that breaks our reading costs only itself
-            program = SimpleNamespace(fatal=f"the notebook could not be read ({type(exc).__name__})",
-                                      notes=[])
+            # build_program says what is wrong with a notebook in program.fatal and its notes: an
+            # exception from it is a bug of ours, never the student's (a genuinely unreadable file,
+            # not JSON or not a notebook, is a fatal message that says why)
+            program = SimpleNamespace(fatal="autograder error (not the student's fault): the grader's notebook "
+                                            f"reader failed on this notebook ({type(exc).__name__}: "
+                                            f"{str(exc)[:200]}); please report it", notes=[])
         notes.extend(f"{lesson_id}: {n}" for n in program.notes)
         if program.fatal:
             notes.append(f"{lesson_id}: {program.fatal}")
@@ -134,8 +138,9 @@ def _grade_nothing(notebooks, missing, why: str) -> dict:
 
 def results_object(tests: list[dict], notes: list[str]) -> dict:
     """Gradescope's results object. Texts a student can influence (their exception messages, in a
-    check's output or a note) have control characters made visible (results.terminal_safe), and
-    Gradescope is told to show every output as plain text, never as Markdown or HTML."""
+    check's output or a note) have control characters made visible (results.terminal_safe) and are
+    cut to a bounded size (results.bounded), and Gradescope is told to show every output as plain
+    text, never as Markdown or HTML."""
     for test in tests:
         test["output"] = results.terminal_safe(test.get("output", ""))
         test["output_format"] = "text"
@@ -148,4 +153,4 @@ def results_object(tests: list[dict], notes: list[str]) -> dict:
     }
     if notes:
         result["output"] = results.terminal_safe("\n".join(notes))
-    return result
+    return results.bounded(result)

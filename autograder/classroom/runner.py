@@ -22,7 +22,8 @@ from pathlib import Path
 
 from autograder.load.notebook import digest_regular_file
 from autograder.report.class_report import student_folder
-from autograder.report.results import feedback_markdown, sandbox_line, summary, terminal_safe, write_atomic, write_json
+from autograder.report.results import (feedback_markdown, sandbox_line, summary, terminal_safe, write_atomic,
+                                       write_results)
 
 _sandbox = None
 _init_error: Exception | None = None
@@ -182,7 +183,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
         results[student] = result
         if out_dir is not None:
             folder = student_folder(out_dir, student)
-            write_json(folder / "results.json", result)
+            write_results(folder / "results.json", result)
             write_atomic(folder / "feedback.md", terminal_safe(feedback_markdown(student, result)))
             write_atomic(folder / "fingerprint", fingerprint(students[student]) + "\n")
 

@@ -184,7 +184,7 @@ def main(argv=None) -> int:
     parser.add_argument("--config", default=None, help="gradescope.json written into the bundle")
     parser.add_argument("--time-limit", type=float, default=10.0)
     args = parser.parse_args(argv)
-    from autograder.report.results import write_json
+    from autograder.report.results import write_results
     results = Path(args.results)
     try:
         lessons = list(COURSE)
@@ -194,10 +194,10 @@ def main(argv=None) -> int:
         result = grade_submission(Path(args.submission), lessons, args.time_limit)
     except Exception as exc:  # never leave Gradescope without a results.json
         result = crash_result(exc)
-        write_json(results, result)
+        write_results(results, result)
         print(result["output"], file=sys.stderr)
         return 0   # a results.json with the reason is written: run_autograder keeps it
-    write_json(results, result)
+    write_results(results, result)
     print(f"graded: {result['score']:g}/{result['max_score']:g}")
     return 0
 

@@ -26,6 +26,7 @@ from autograder.diagnose import root_cause
 from autograder.grading.compare import Mismatch
 from autograder.course import CHECKS
 from autograder.grading.reference import load_reference
+from autograder.run.bounds import CHECK_OUTPUT, MESSAGE, clip
 from autograder.run.errors import SandboxBroken, StudentError, SubmissionFault
 from autograder.grading.student import ExerciseUnavailable, Student
 
@@ -182,11 +183,11 @@ class GradingPlugin:
         }
         if not report.passed and call.excinfo is not None:
             output, mistake, internal = explain_failure(call.excinfo.value, exercise)
-            entry["output"] = output
+            entry["output"] = clip(output, CHECK_OUTPUT)    # evidence quotes what the student's code gave
             if mistake:
                 entry["tags"].append(f"mistake:{mistake}")
             if internal:
-                self.internal_errors.append(f"{item.nodeid}: {call.excinfo.value!r}")
+                self.internal_errors.append(clip(f"{item.nodeid}: {call.excinfo.value!r}", MESSAGE))
             if isinstance(call.excinfo.value, SandboxBroken):
                 self.sandbox_broken = True
             root_cause.note(entry, call.excinfo.value)    # every mistake found, for the summary

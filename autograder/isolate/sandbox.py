@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 
-from autograder.run import wire
+from autograder.run import bounds, wire
 from autograder.isolate import bwrap
 from autograder.isolate.launch import (DEFAULT_MEMORY_LIMIT, _Adopted, _kill_group, _popen_worker,  # noqa: F401
                                        _remove_scratch, _uid_base, prelaunch, prelaunch_shared)
@@ -76,7 +76,9 @@ class Child:
                 self.close()
                 raise SubmissionFault("crash", f"the worker process stopped ({exc})") from None
             try:
-                ok = (reply := wire.decode(reply_frame, objects=lambda n, t: wire.Handle(n, t)))["ok"] is True
+                # every string cut to a bounded length here: the child may send any (run/bounds.py)
+                ok = (reply := wire.decode(reply_frame, objects=lambda n, t: wire.Handle(n, t),
+                                           max_text=bounds.TEXT))["ok"] is True
             except Exception as exc:  # untrusted bytes: any failure to decode is the child's fault
                 self.close()
                 raise SubmissionFault("crash", f"the worker sent an unreadable answer ({type(exc).__name__})") from None

@@ -196,7 +196,7 @@ def build_program(path: Path, lesson: Lesson, released: Path | None = None, *, k
     chosen: dict[int, str] = {}               # id(student cell) -> the exercise it is graded as
     for gid, t in released.items():
         if _nbgrader(t).get("solution"):
-            cell = _find_graded(gid, by_id, code, used, released_ids, program)
+            cell = _find_graded(gid, by_id, code, used, released_ids, program, cells)
             if cell is not None:
                 used.add(id(cell))
                 chosen[id(cell)] = gid
@@ -257,7 +257,7 @@ def without_magics(source: str) -> tuple[str, str | None]:
     lines = source.splitlines()
     first = next((ln.strip() for ln in lines if ln.strip()), "")
     if first.startswith("%%"):
-        return "", f"the cell magic {first.split()[0]} was skipped (the grader runs plain Python)"
+        return "", f"the cell magic {first.split()[0][:40]} was skipped (the grader runs plain Python)"
     out, skipped = [], []
     for ln in lines:
         stripped = ln.lstrip()
@@ -273,10 +273,12 @@ def without_magics(source: str) -> tuple[str, str | None]:
             out.append(ln)
     if not skipped:
         return source, None
-    return "\n".join(out), f"skipped {', '.join(dict.fromkeys(skipped))} (magics and shell commands do not run when grading)"
+    names = [name[:40] for name in dict.fromkeys(skipped)]   # the student's text: a bounded note
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return "\n".join(out), f"skipped {shown} (magics and shell commands do not run when grading)"
 
 
-def _find_graded(gid, by_id, code, used, released_ids, program) -> dict | None:
+def _find_graded(gid, by_id, code, used, released_ids, program, cells) -> dict | None:
     mine = [c for c in by_id.get(gid, []) if id(c) not in used]
     if len(mine) > 1:
         program.notes.append(f"the cell '{gid}' appears {len(mine)} times; the last one was used")
@@ -296,6 +298,12 @@ def _find_graded(gid, by_id, code, used, released_ids, program) -> dict | None:
             program.notes.append(f"the cell defining '{gid}' had lost its nbgrader metadata; "
                                  "it was found by name")
             return cell
+    other = next((c.get("cell_type") for c in cells if c.get("cell_type") != "code"
+                  and _nbgrader(c).get("grade_id") == gid), None)
+    if other is not None:
+        program.problems[gid] = (f"the cell '{gid}' is a {other[:20] or 'typeless'} cell, not a code cell, so it "
+                                 "does not run: make it a Code cell again (Jupyter: select it, press Y)")
+        return None
     program.problems[gid] = (f"no cell defines {gid}: the graded cell was deleted or renamed. "
                              f"Restore it from the released lesson and fill it in again")
     return None

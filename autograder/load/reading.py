@@ -3,8 +3,8 @@
 The grader reads untrusted JSON (the notebook) and, in notebook.py, untrusted Python (its cells).
 Its own memory must stay bounded whatever a file holds (the job has torch loaded; 400 MB in all):
 a small file is parsed here (JSON costs up to ~25 bytes of memory per byte), a larger one in a
-short-lived process with a memory and a time limit, which hands back only what grading reads of
-each cell. A notebook with more cells or more code than any lesson is refused, said plainly.
+short-lived process with a memory and a time limit. Both take the same path (`parsed`), which hands
+back only what grading reads of each cell, each field of the type grading expects. A notebook with more cells or more code than any lesson is refused, said plainly.
 """
 from __future__ import annotations
 
@@ -86,7 +86,10 @@ MAX_SOURCE_BYTES = 4 * 1024 ** 2       # characters of all cells together (a les
 MAX_PARSED_CELL = 64 * 1024            # ast.parse costs ~500 bytes per byte of source: larger cells are
                                        # never parsed by the grader (the sandbox runs them as they are)
 KEPT_TAGS = ("setup", "self-check", "slow-demo")
-NBGRADER_KEYS = ("grade_id", "solution", "grade", "locked", "points", "task", "schema_version")
+# the nbgrader fields grading reads, each with the type it reads it as: a field of another type is
+# left out, as if the cell did not have it (a list as a grade_id made the in-process path raise)
+NBGRADER_KEYS = {"grade_id": (str,), "solution": (bool,), "grade": (bool,), "locked": (bool,),
+                 "points": (int, float), "task": (bool,), "schema_version": (int,)}
 
 
 def read_cells(path: Path) -> tuple[list[dict], list[str], str | None]:
@@ -121,8 +124,18 @@ def read_cells(path: Path) -> tuple[list[dict], list[str], str | None]:
             return [], notes, "the file could not be read: it changed while it was read"
     finally:
         os.close(fd)
+    return parsed(raw)
+
+
+def parsed(raw: bytes) -> tuple[list[dict], list[str], str | None]:
+    """The one way a notebook's bytes become cells, whatever the file's size (here or in the parsing
+    process): parse, refuse what is larger than any lesson, and keep of each cell only what grading
+    reads, each field of the type grading expects (slim): any metadata a student's editor or the
+    student wrote is then harmless."""
     cells, notes, fatal = cells_from_bytes(raw)
-    return (cells, notes, fatal) if fatal else bounded(cells, notes)
+    if not fatal:
+        cells, notes, fatal = bounded(cells, notes)
+    return [slim(c) for c in cells], notes, fatal
 
 
 def cells_from_bytes(raw: bytes) -> tuple[list[dict], list[str], str | None]:
@@ -158,10 +171,14 @@ def cells_from_bytes(raw: bytes) -> tuple[list[dict], list[str], str | None]:
             data = nbformat.convert(nbformat.from_dict(data), 4)
             notes.append("the notebook used an old format (nbformat 3); it was converted")
         except Exception as exc:  # nbformat raises many kinds on odd input
-            return [], notes, f"the notebook uses an old format that could not be converted ({str(exc)[:200]})"
+            if "worksheets" in data or not isinstance(data.get("cells"), list):
+                return [], notes, f"the notebook uses an old format that could not be converted ({str(exc)[:200]})"
+            notes.append(f"the notebook's format number is {version}, but it is laid out as version 4; "
+                         "read as version 4")
     cells = data.get("cells")
     if not isinstance(cells, list):
         return [], notes, "the notebook's cells are not a list"
+    notes.extend(_odd_cells(cells))
     return [c for c in cells if isinstance(c, dict) and isinstance(c.get("cell_type", ""), str)], notes, None
 
 
@@ -178,13 +195,40 @@ def bounded(cells: list[dict], notes: list[str]) -> tuple[list[dict], list[str],
 
 
 def slim(cell: dict) -> dict:
-    """Only what grading reads of a cell: its type, source, nbgrader scalars and known tags."""
-    meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+    """Only what grading reads of a cell: its type, source, the nbgrader fields grading reads (each of
+    its own type, a grade_id of at most 64 characters) and known tags."""
     nbg = {k: v for k, v in _nbgrader(cell).items()
-           if k in NBGRADER_KEYS and isinstance(v, (str, bool, int, float)) and len(str(v)) <= 64}
+           if k in NBGRADER_KEYS and type(v) in NBGRADER_KEYS[k] and (type(v) is not str or len(v) <= 64)
+           and v == v}   # NaN is no number of points
     tags = [t for t in _tags(cell) if isinstance(t, str) and t in KEPT_TAGS][:len(KEPT_TAGS)]
     return {"cell_type": cell.get("cell_type", "")[:20], "source": _source(cell),
-            "metadata": {"nbgrader": nbg, "tags": tags} if isinstance(meta, dict) else {}}
+            "metadata": {"nbgrader": nbg, "tags": tags}}
+
+
+def _json_kind(value) -> str:
+    """What a JSON value is, in the words of a notebook's JSON."""
+    if value is None:
+        return "null"
+    kinds = {bool: "true or false", int: "a number", float: "a number", str: "text", list: "a list", dict: "an object"}
+    return kinds.get(type(value), "a value")
+
+
+def _odd_cells(cells: list) -> list[str]:
+    """A note for each cell grading cannot read as it is (said by its place in the notebook, and its
+    grade_id when it has one): what grading does with it instead."""
+    notes = []
+    for i, cell in enumerate(cells):
+        gid = _nbgrader(cell).get("grade_id")
+        name = f"cell {i + 1} of the notebook" + (f" ('{gid[:64]}')" if isinstance(gid, str) else "")
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type", ""), str):
+            kind = _json_kind(cell.get("cell_type") if isinstance(cell, dict) else cell)
+            notes.append(f"{name} has no cell type ({kind} where 'code' or 'markdown' belongs): it was left out")
+            continue
+        src = cell.get("source", "")
+        if not isinstance(src, str) and not (isinstance(src, list) and all(isinstance(s, str) for s in src)):
+            read = "only the text in it was read" if isinstance(src, list) else "it was read as an empty cell"
+            notes.append(f"{name}: its source is not text ({_json_kind(src)}); {read}")
+    return notes[:20] + ([f"and {len(notes) - 20} more such cells"] if len(notes) > 20 else [])
 
 
 _APART = """
@@ -211,10 +255,8 @@ def _apart_main(fd: int) -> None:
     raw = b"".join(chunks)
     del chunks
     try:
-        cells, notes, fatal = cells_from_bytes(raw)
-        if not fatal:
-            cells, notes, fatal = bounded(cells, notes)
-        out = {"cells": [slim(c) for c in cells], "notes": notes, "fatal": fatal}
+        cells, notes, fatal = parsed(raw)
+        out = {"cells": cells, "notes": notes, "fatal": fatal}
     except MemoryError:
         out = {"cells": [], "notes": [], "fatal": "the file is not a notebook the grader can read: "
                                                   "reading it needs more memory than any notebook"}

@@ -8,6 +8,16 @@ import tempfile
 from pathlib import Path
 
 from autograder.course import COURSE
+from autograder.run.bounds import CHECK_OUTPUT, clip
+
+# The final guard on what one student's reports can weigh, whatever got past the cuts where the
+# child's texts enter the grader (run/bounds.py). An honest student's results.json is ~12 KB, its
+# feedback ~4 KB, its terminal lines ~1 KB a lesson; each limit is far above that and far below 1 MB.
+RESULTS_BYTES = 400_000    # results.json as JSON (feedback.md says each output about twice)
+FEEDBACK_BYTES = 900_000
+NOTES = 20_000             # characters of notes about the files
+TERMINAL_LINE = 1000       # characters of one line of the terminal summary
+TERMINAL_EXERCISE = 8000   # characters of the lines under one exercise in the terminal
 
 
 def by_exercise(results: dict) -> dict[tuple[str, str], dict]:
@@ -126,14 +136,28 @@ def summary(results: dict, title: str | None = None, *, detail: bool = False, ve
             lines.append(f"  {lesson}")
         head, body = (exercise_report(_tests_of(results, lesson, exercise), verbose=verbose)
                       if detail or verbose else (reason(entry), []))
-        lines.append(f"    {exercise:<30} {_pts(entry['score']):>4}/{_pts(entry['max']):<4} {head}")
+        lines.append(clip(f"    {exercise:<30} {_pts(entry['score']):>4}/{_pts(entry['max']):<4} {head}",
+                          TERMINAL_LINE))
         if body:
-            lines.extend("        " + ln if ln else "" for ln in body)
+            lines.extend(_terminal_block(["        " + ln if ln else "" for ln in body]))
             lines.append("")
     for note in results.get("output", "").splitlines():
-        lines.append(f"  note: {note}")
+        lines.append(clip(f"  note: {note}", TERMINAL_LINE))
     lines.append(f"  total {_pts(results['score'])}/{_pts(results['max_score'])}")
     return "\n".join(lines)
+
+
+def _terminal_block(lines: list[str]) -> list[str]:
+    """An exercise's lines for the terminal: each cut to TERMINAL_LINE, and all of them to about
+    TERMINAL_EXERCISE characters (what a check saw can be long; the feedback file has it)."""
+    out, size = [], 0
+    for i, line in enumerate(lines):
+        if size > TERMINAL_EXERCISE:
+            out.append(f"        ... {len(lines) - i} more lines (the feedback file has them)")
+            break
+        out.append(clip(line, TERMINAL_LINE))
+        size += len(out[-1])
+    return out
 
 
 def _tests_of(results: dict, lesson: str, exercise: str) -> list[dict]:
@@ -226,12 +250,26 @@ def feedback_markdown(student: str, results: dict) -> str:
             continue
         lines += [f"- {points}", ""] + [f"  {ln}" for ln in code_block("\n".join([head, *body])).splitlines()] + [""]
         full.append((lesson, exercise, tests))
+    page = "\n".join(lines).rstrip("\n") + "\n"
     if full:
-        lines += ([""] if lines[-1] else []) + ["## Every check in full", ""]
+        appendix = ["", "## Every check in full", ""]
         for lesson, exercise, tests in full:
             _, _, checks = _exercise_parts(tests, verbose=True)    # the root cause is said above
-            lines += [f"### {markdown_text(lesson)}: {markdown_text(exercise)}", "", code_block("\n".join(checks)), ""]
-    return "\n".join(lines).rstrip("\n") + "\n"
+            appendix += [f"### {markdown_text(lesson)}: {markdown_text(exercise)}", "", code_block("\n".join(checks)), ""]
+        whole = page + "\n".join(appendix).rstrip("\n") + "\n"
+        page = whole if len(whole.encode()) <= FEEDBACK_BYTES else page + (
+            "\n## Every check in full\n\nNot shown: it is longer than the grader writes here. "
+            "results.json holds what each check saw.\n")
+    return _cut_page(page)
+
+
+def _cut_page(page: str) -> str:
+    """The final guard on feedback.md: a page over FEEDBACK_BYTES ends where it is cut, and says so
+    (results.json is bounded, so an honest page never comes near)."""
+    if len(page.encode()) <= FEEDBACK_BYTES:
+        return page
+    head = page.encode()[:FEEDBACK_BYTES - 1000].decode("utf-8", "ignore")
+    return head + "\n\n(This page was cut here: it is longer than the grader writes. results.json holds the rest.)\n"
 
 
 _MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
@@ -285,6 +323,29 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 def write_json(path: Path, data) -> None:
     write_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def write_results(path: Path, result: dict) -> None:
+    """One student's results.json, within RESULTS_BYTES whatever it holds (bounded)."""
+    write_json(path, bounded(result))
+
+
+def bounded(result: dict) -> dict:
+    """`result` with each check's output and the notes cut so that the whole object, as JSON, weighs
+    under RESULTS_BYTES: the cuts halve until it does (a non-ASCII character costs up to 12 bytes of
+    JSON). Cuts from the texts as they came, so a second call changes nothing more."""
+    tests = [t for t in result.get("tests", []) if isinstance(t, dict)]
+    outputs = [str(t.get("output", "")) for t in tests]
+    notes = str(result["output"]) if "output" in result else None
+    limit, notes_limit = CHECK_OUTPUT, NOTES
+    while True:
+        for test, text in zip(tests, outputs):
+            test["output"] = clip(text, limit)
+        if notes is not None:
+            result["output"] = clip(notes, notes_limit)
+        if limit < 100 or len(json.dumps(result, indent=2)) <= RESULTS_BYTES:
+            return result
+        limit, notes_limit = limit // 2, notes_limit // 2
 
 
 def verdict(exercise: str, tests: list[dict], *, verbose: bool = False) -> str:

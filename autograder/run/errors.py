@@ -5,6 +5,8 @@ check module imports them from here and never needs the sandbox.
 """
 from __future__ import annotations
 
+from autograder.run.bounds import MESSAGE, TRACEBACK, TYPE_NAME, clip
+
 
 class SubmissionFault(Exception):
     """The student's process hung, died or ran out of memory (fatal for the exercise)."""
@@ -23,12 +25,14 @@ class SandboxUnavailable(Exception):
 
 
 class StudentError(Exception):
-    """The student's code raised an exception (reported by type, message and traceback)."""
+    """The student's code raised an exception (reported by type, message and traceback). The child
+    says what they are, so each is cut to a bounded length here (run/bounds.py)."""
 
     def __init__(self, error: dict):
-        self.type = str(error.get("type", "Exception"))
-        self.message = str(error.get("message", ""))
-        self.traceback = str(error.get("traceback", ""))
+        error = error if isinstance(error, dict) else {}
+        self.type = clip(error.get("type", "Exception"), TYPE_NAME)
+        self.message = clip(error.get("message", ""), MESSAGE)
+        self.traceback = clip(error.get("traceback", ""), TRACEBACK)
         super().__init__(f"{self.type}: {self.message}")
 
     def describe(self) -> str:

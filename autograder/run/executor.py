@@ -14,6 +14,7 @@ import traceback
 import numpy as np
 
 from autograder.run import wire
+from autograder.run.bounds import TRACEBACK, TYPE_NAME, clip
 
 CELL_PREFIX = "<cell "
 SEED = 20261121
@@ -37,7 +38,9 @@ def describe_error(exc: BaseException) -> dict:
     message = str(exc)
     if len(message) > 600:
         message = message[:600] + " ..."
-    return {"type": type(exc).__name__, "message": message, "traceback": student_traceback(exc)}
+    # the grader cuts each again whatever this sends (StudentError): here it only saves the frame
+    return {"type": clip(type(exc).__name__, TYPE_NAME), "message": message,
+            "traceback": clip(student_traceback(exc), TRACEBACK)}
 
 
 def seed_everything(seed: int = SEED) -> None:

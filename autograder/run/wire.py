@@ -20,6 +20,8 @@ import struct
 
 import numpy as np
 
+from autograder.run.bounds import TYPE_NAME, clip
+
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024   # a student's answer is small; refuse absurd frames
 MAX_HEADER_BYTES = 8 * 1024 * 1024     # the JSON part: structure and numbers, never bulk data
 MAX_ARRAYS = 10_000
@@ -147,14 +149,17 @@ def _float(x: float):
 
 # ---------------------------------------------------------------------------- decoding
 
-def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True, shared=None, seen=None):
+def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True, shared=None, seen=None,
+           max_text: int | None = None):
     """Turn a frame back into Python data. Never runs code from the frame.
 
     `objects(number, type_name)` builds the receiver's view of a handle; `classes(name, source)`
     builds a class from source (worker side only). With `tensors`, arrays that were torch
     tensors come back as torch tensors. `shared` is the memory a frame's "$shared" arrays live
     in: NumPy arrays are read-only views of it, tensors writable ones (a write into either
-    reaches that memory); each such object is appended to `seen`.
+    reaches that memory); each such object is appended to `seen`. With `max_text` (the grader
+    reading a child's reply), every string is cut to that many characters (run/bounds.py); type
+    names always are.
     """
     if len(frame) < 8:
         raise WireError("frame too short")
@@ -178,7 +183,9 @@ def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True, sh
     def walk(node, depth):
         if depth > MAX_DEPTH + 2:
             raise WireError("nested too deeply")
-        if node is None or isinstance(node, (bool, int, float, str)):
+        if isinstance(node, str):
+            return node if max_text is None else clip(node, max_text)
+        if node is None or isinstance(node, (bool, int, float)):
             return node
         if isinstance(node, list):
             return [walk(x, depth + 1) for x in node]
@@ -215,9 +222,9 @@ def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True, sh
                     return Opaque("dict", "has unhashable keys")
             return out
         if "$opaque" in node:
-            return Opaque(str(node["$opaque"]))
+            return Opaque(clip(node["$opaque"], TYPE_NAME))
         if "$handle" in node:
-            number, type_name = int(node["$handle"]), str(node.get("type", "object"))
+            number, type_name = int(node["$handle"]), clip(node.get("type", "object"), TYPE_NAME)
             handle = objects(number, type_name) if objects else Handle(number, type_name)
             if isinstance(handle, Handle) and "parameters" in node:
                 handle.parameters = _shapes(node["parameters"])
@@ -226,7 +233,7 @@ def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True, sh
             if classes is None:
                 raise WireError("class sources only travel to the worker")
             return classes(str(node["$class"]), str(node["source"]))
-        raise WireError(f"unknown node {sorted(node)[:3]}")
+        raise WireError(clip(f"unknown node {sorted(node)[:3]}", TYPE_NAME))
 
     try:
         return walk(tree, 0)
@@ -244,7 +251,7 @@ def _shapes(node) -> dict | None:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], list)
                 and len(item[1]) <= 32 and all(type(d) is int and d >= 0 for d in item[1])):
             return None
-        out[item[0]] = tuple(item[1])
+        out[clip(item[0], TYPE_NAME)] = tuple(item[1])
     return out
 
 
