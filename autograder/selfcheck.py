@@ -4,7 +4,8 @@ A lesson's setup cell does `check = checker("<lesson_id>")`; the cell after each
 `check("<grade_id>", obj)`. It prints a short verdict (with `verbose=True`, every check and all
 it saw) and returns the points earned (what the student sees). It is never the grade:
 `nbgrader autograde` configured with deliver/nbgrader_grades.py runs no kernel and writes the
-sandboxed grader's verdict and points into these cells. Nothing is written to stderr.
+sandboxed grader's verdict and points into these cells. `checker` first says
+which grader runs (origin: the student kit's own copy, or the course's). Nothing is written to stderr.
 """
 from __future__ import annotations
 
@@ -15,9 +16,19 @@ import warnings
 
 
 def checker(lesson_id: str):
+    print(origin())
     def check(exercise: str, obj, verbose: bool = False) -> float:
         return run_selfcheck(lesson_id, exercise, obj, verbose=verbose)
     return check
+
+
+def origin() -> str:
+    """One line: which grader this kernel's self-checks run (the kit's own, or the course's)."""
+    import autograder
+    from pathlib import Path
+    package = Path(autograder.__file__).resolve().parent
+    where = "../autograder" if package.parent == Path.cwd().resolve().parent else str(package)
+    return f"Self-checks: {where} ({getattr(autograder, 'EDITION', '?')} {getattr(autograder, '__version__', '?')})"
 
 
 def run_selfcheck(lesson_id: str, exercise: str, obj, verbose: bool = False) -> float:
