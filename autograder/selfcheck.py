@@ -32,7 +32,11 @@ def origin() -> str:
     import autograder
     from pathlib import Path
     package = Path(autograder.__file__).resolve().parent
-    where = "../autograder" if package.parent == Path.cwd().resolve().parent else str(package)
+    try:
+        beside = package.parent == Path.cwd().resolve().parent
+    except OSError:        # the working folder is gone
+        beside = False
+    where = "../autograder" if beside else str(package)
     return f"Self-checks: {where} ({getattr(autograder, 'EDITION', '?')} {getattr(autograder, '__version__', '?')})"
 
 

@@ -117,7 +117,7 @@ def page(executed: nbformat.NotebookNode, variant: str) -> nbformat.NotebookNode
 def selfcheck_plumbing(cell) -> tuple[str, str] | None:
     """(what the reader sees, the self-check plumbing) for a setup cell, else None.
 
-    The plumbing is the block from `import sys, pathlib` (the grader beside lessons/ first) to
+    The plumbing is the block from `import os, sys` (the grader beside lessons/ first) to
     `from autograder.selfcheck import checker`, and the `check = checker(...)` line: the site shows
     the rest of the cell (the imports and data a lesson uses) and puts the plumbing in a cell of its
     own tagged `remove-cell`, so a reader never sees it while the page's notebook still runs from lessons/."""
@@ -130,7 +130,7 @@ def selfcheck_plumbing(cell) -> tuple[str, str] | None:
     if not imports:
         return None
     end = imports[0] + 1
-    start = next((i for i in range(end - 1, -1, -1) if lines[i].startswith("import sys, pathlib")), None)
+    start = next((i for i in range(end - 1, -1, -1) if lines[i].startswith("import os, sys")), None)
     if start is None:
         return None
     before, after = "\n".join(lines[:start]).rstrip(), "\n".join(lines[end:]).strip("\n")
