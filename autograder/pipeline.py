@@ -25,23 +25,42 @@ from autograder.isolate.submission import Budget, Submission
 
 
 class BrokenSubmission:
-    """A lesson whose notebook could not be read at all: every check fails with the reason."""
+    """A lesson that cannot be graded (not handed in, or its notebook could not be read). Whatever a
+    check asks it, a request, its code's digest or anything else, the answer is the reason, as an
+    ExerciseUnavailable: never an error of ours (a lesson not handed in is "not submitted" on every
+    check, however the check reaches the student)."""
 
-    def __init__(self, program, prefix: str = "the notebook could not be graded: "):
-        self.program, self.prefix = program, prefix
-        self.faults = {}
+    program = None            # what the pipeline reads after the checks: nothing ran
+    gave_up = None
+    skip_cells = frozenset()
+
+    def __init__(self, reason: str, prefix: str = "the notebook could not be graded: "):
+        self.reason, self.prefix = reason, prefix
+        self.faults: dict = {}
+        self.cell_errors: dict[str, str] = {}
+
+    def _unavailable(self) -> ExerciseUnavailable:
+        return ExerciseUnavailable(self.prefix + self.reason, kind="fatal")
 
     def begin_exercise(self, exercise):
         pass
 
     def request(self, op, **args):
-        raise ExerciseUnavailable(self.prefix + self.program.fatal, kind="fatal")
+        raise self._unavailable()
+
+    def source_digest(self) -> str:
+        raise self._unavailable()
 
     def why_missing(self, name):
-        return self.program.fatal
+        return self.reason
 
     def close(self):
         pass
+
+    def __getattr__(self, name):   # any other question a check may ask
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise self._unavailable()
 
 
 DEFAULT_STUDENT_BUDGET = 300.0   # seconds for all of one student's lessons together
@@ -79,7 +98,7 @@ def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tupl
     submissions, notes = {}, []
     budget = Budget(budget_seconds)
     for lesson_id, why in missing.items():
-        submissions[lesson_id] = BrokenSubmission(SimpleNamespace(fatal=why), prefix="")
+        submissions[lesson_id] = BrokenSubmission(why, prefix="")
     for lesson_id, path in sorted(notebooks.items()):
         try:
             program = build_program(Path(path), COURSE[lesson_id])
@@ -93,7 +112,7 @@ def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tupl
         notes.extend(f"{lesson_id}: {n}" for n in program.notes)
         if program.fatal:
             notes.append(f"{lesson_id}: {program.fatal}")
-            submissions[lesson_id] = BrokenSubmission(program)
+            submissions[lesson_id] = BrokenSubmission(program.fatal)
         else:
             submissions[lesson_id] = Submission(program, sandbox, time_limit, budget)
     plugin = GradingPlugin(submissions)
@@ -127,7 +146,7 @@ def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tupl
 
 def _grade_nothing(notebooks, missing, why: str) -> dict:
     """Every check of the student's lessons failed with `why` (same maximum as everyone)."""
-    submissions = {lid: BrokenSubmission(SimpleNamespace(fatal=why), prefix="") for lid in [*notebooks, *missing]}
+    submissions = {lid: BrokenSubmission(why, prefix="") for lid in [*notebooks, *missing]}
     plugin = GradingPlugin(submissions)
     try:
         run_checks(plugin, sorted(submissions))

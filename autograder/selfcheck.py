@@ -4,20 +4,51 @@ A lesson's setup cell does `check = checker("<lesson_id>")`; the cell after each
 `check("<grade_id>", obj)`. It prints a short verdict (with `verbose=True`, every check and all
 it saw) and returns the points earned (what the student sees). It is never the grade:
 `nbgrader autograde` configured with deliver/nbgrader_grades.py runs no kernel and writes the
-sandboxed grader's verdict and points into these cells. Nothing is written to stderr.
+sandboxed grader's verdict and points into these cells; an unconfigured one, which runs them in
+the student's kernel, gets 0 and the line to add (UNCONFIGURED_AUTOGRADE). `checker` first says
+which grader runs (origin: the student kit's own copy, or the course's). Nothing is written to stderr.
 """
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 import warnings
 
 
 def checker(lesson_id: str):
+    print(origin())
     def check(exercise: str, obj, verbose: bool = False) -> float:
+        if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+            print(UNCONFIGURED_AUTOGRADE)
+            return 0.0
         return run_selfcheck(lesson_id, exercise, obj, verbose=verbose)
     return check
+
+
+def origin() -> str:
+    """One line: which grader this kernel's self-checks run (the kit's own, or the course's)."""
+    import autograder
+    from pathlib import Path
+    package = Path(autograder.__file__).resolve().parent
+    try:
+        beside = package.parent == Path.cwd().resolve().parent
+    except OSError:        # the working folder is gone
+        beside = False
+    where = "../autograder" if beside else str(package)
+    return f"Self-checks: {where} ({getattr(autograder, 'EDITION', '?')} {getattr(autograder, '__version__', '?')})"
+
+
+# nbgrader sets NBGRADER_EXECUTION=autograde in the kernels `nbgrader autograde` starts (its Execute
+# step). Configured with deliver/nbgrader_grades.configure, autograde starts no kernel, so a
+# self-check that sees it runs where the student's code runs and cannot be the grade.
+UNCONFIGURED_AUTOGRADE = (
+    "0 points: nbgrader autograde ran this self-check in the student's own kernel, where the "
+    "student's code can change what it reports, so it awards nothing. Instructor: add these lines "
+    "to nbgrader_config.py and autograde again (the sandboxed grader then scores this cell):\n"
+    "    from autograder.deliver.nbgrader_grades import configure\n"
+    "    configure(c)")
 
 
 def run_selfcheck(lesson_id: str, exercise: str, obj, verbose: bool = False) -> float:

@@ -217,3 +217,44 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     assert softmax and all(t["status"] == "passed" for t in softmax), [t["output"] for t in softmax]
     assert result["score"] == sum(t["max_score"] for t in softmax) < result["max_score"] == 98    # every lesson counts
     assert (source / "autograder" / "checks" / f"test_{L01}.py").read_bytes() == before
+
+
+@pytest.mark.slow
+def test_every_check_of_a_lesson_not_handed_in_says_not_submitted(tmp_path, monkeypatch):
+    """Lessons 01, 05 and 09 uploaded, with a course secret in the bundle (lesson 06 then draws its
+    subjects' order from the submission's code): every check of every other lesson, lesson 06's
+    test_projections included, says "not submitted", and no autograder error is reported."""
+    uploaded = ["01_scaled_dot_product_attention", "05_multi_head_attention", "09_generating_text"]
+    monkeypatch.setenv("AUTOGRADER_SECRET", "a secret for this test")
+    out = tmp_path / "bundle.zip"
+    run = run_cli("gradescope", "--out", out)
+    assert run.returncode == 0, run.stderr
+    root = tmp_path / "gradescope"
+    source = unpack(out, root)
+    assert (source / ".course-secret").exists()
+    monkeypatch.delenv("AUTOGRADER_SECRET")
+    for lesson in uploaded:
+        shutil.copy(ROOT / "solutions" / f"{lesson}.ipynb", root / "submission")
+    result = run_autograder(root)
+
+    assert "autograder error" not in result.get("output", ""), result.get("output")
+    by_lesson: dict[str, list[dict]] = {}
+    for test in result["tests"]:
+        by_lesson.setdefault(test["tags"][0].removeprefix("lesson:"), []).append(test)
+    assert set(by_lesson) == set(COURSE)
+    for lesson in set(COURSE) - set(uploaded):
+        for test in by_lesson[lesson]:
+            assert test["score"] == 0 and test["output"].startswith(
+                f"not submitted: no file named {lesson}.ipynb"), (test["name"], test["output"])
+    assert any("test_projections" in t["tags"][1] for t in by_lesson["06_debugging_projection_reuse"])
+    assert result["score"] == sum(t["max_score"] for lesson in uploaded for t in by_lesson[lesson])
+
+
+def test_a_lesson_not_handed_in_answers_every_question_with_the_reason():
+    from autograder.grading.student import ExerciseUnavailable, Student
+    from autograder.pipeline import BrokenSubmission
+    student = Student(BrokenSubmission("not submitted: no file", prefix=""))
+    for ask in (student._fingerprint, lambda: student.softmax(1.0), lambda: student.test_projections.isolated(),
+                lambda: student._submission.fresh_call, lambda: student._submission.anything_else):
+        with pytest.raises(ExerciseUnavailable, match="^not submitted: no file$"):
+            ask()

@@ -45,13 +45,18 @@ def nbgrader(course, *args):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
 
 
-def test_nbgrader_autograde_totals_equal_ours(tmp_path):
-    course = tmp_path / "course"
+def course_with(course, config: str):
+    """An nbgrader course folder with lesson 01 as assignment l01, generated (released)."""
     (course / "source" / "l01").mkdir(parents=True)
     shutil.copy(COURSE[LESSON].solution_path, course / "source" / "l01")
-    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(course), course=str(ROOT)))
+    (course / "nbgrader_config.py").write_text(config.format(root=str(course), course=str(ROOT)))
     nbgrader(course, "db", "assignment", "add", "l01")
     nbgrader(course, "generate_assignment", "l01", "--force")
+    return course
+
+
+def test_nbgrader_autograde_totals_equal_ours(tmp_path):
+    course = course_with(tmp_path / "course", NBGRADER_CONFIG)
     released = course / "release" / "l01" / f"{LESSON}.ipynb"
 
     partial = json.loads(released.read_text())
@@ -76,3 +81,30 @@ def test_nbgrader_autograde_totals_equal_ours(tmp_path):
     for student in submissions:
         assert theirs[student] == (ours[student]["score"], ours[student]["max_score"]), (student, theirs, ours[student])
     assert theirs["reference"][0] == theirs["reference"][1] > theirs["partial"][0] > theirs["untouched"][0] == 0
+
+
+def test_autograde_without_configure_awards_nothing_and_says_why(tmp_path):
+    """An instructor who forgets `configure(c)`: nbgrader autograde runs the self-check cells in the
+    student's own kernel, where they award 0 and name the lines to add (the first honest student's
+    0 tells the instructor). Configured, the same correct notebook gets full marks."""
+    unconfigured = NBGRADER_CONFIG.split("from autograder.deliver")[0]
+    assert "configure" not in unconfigured
+    scores = {}
+    for name, config in (("unconfigured", unconfigured), ("configured", NBGRADER_CONFIG)):
+        course = course_with(tmp_path / name, config)
+        folder = course / "submitted" / "honest" / "l01"
+        folder.mkdir(parents=True)
+        shutil.copy(course / "source" / "l01" / f"{LESSON}.ipynb", folder)
+        nbgrader(course, "autograde", "l01", "--force", "--create")
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+            submission = gb.find_submission("l01", "honest")
+            scores[name] = (submission.score, submission.max_score)
+        graded = json.loads((course / "autograded" / "honest" / "l01" / f"{LESSON}.ipynb").read_text())
+        checks = [c for c in graded["cells"] if "self-check" in c["metadata"].get("tags", [])]
+        printed = ["".join("".join(o.get("text", "")) for o in c["outputs"]) for c in checks]
+        if name == "unconfigured":
+            assert checks and all("nbgrader autograde ran this self-check in the student's own kernel" in p
+                                  and "configure(c)" in p for p in printed), printed
+        else:
+            assert not any("own kernel" in p for p in printed), printed
+    assert scores["unconfigured"] == (0, 8) and scores["configured"] == (8, 8), scores

@@ -547,3 +547,65 @@ def test_no_recorded_value_equals_a_value_expected_under_a_secret(kit_dir, lesso
             same = [b for b in by_shape.get(a.shape, []) if np.allclose(a, b, rtol=1e-5, atol=1e-6)]
             assert not same, f"{lesson}: an expected {a.shape} array is recorded in the kit"
     assert checked > 0 and index["answers"]
+
+
+def test_kit_runs_its_own_grader_beside_an_installed_course(tmp_path, monkeypatch):
+    """A virtual environment made with --system-site-packages where the course is installed
+    (`pip install -e .`, as requirements.txt does): a kit notebook run in a Jupyter kernel of that
+    environment, from the kit's lessons/, imports the kit's autograder, not the installed course's,
+    says so in its setup cell, and a correct answer gets full marks. A package named `autograder`
+    installed in the environment itself (one from PyPI, say) does not win either."""
+    import nbformat
+    from nbclient import NotebookClient
+    lesson = "01_scaled_dot_product_attention"
+    out = kit.write_kit(tmp_path / "kit", [lesson], corpus=False)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AUTOGRADER", "JUPYTER", "MPLBACKEND"))}
+    where = subprocess.run([str(python), "-c", "import autograder; print(autograder.__file__)"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True)
+    installed = Path(where.stdout.strip())     # what `import autograder` finds in this environment
+    assert where.returncode == 0 and installed.name == "__init__.py" and out not in installed.parents, \
+        f"the course is not installed in this environment, so the test proves nothing: {where.stderr[-500:]}"
+
+    spec = tmp_path / "jupyter" / "kernels" / "kitvenv"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "kit venv", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    nb = nbformat.read(str(out / "lessons" / f"{lesson}.ipynb"), as_version=4)
+    answers = solution_cells(lesson)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell.source = answers[gid]
+        elif "slow-demo" in cell.metadata.get("tags", []):
+            cell.source = ""
+    nb.cells.append(nbformat.v4.new_code_cell("import autograder; print(autograder.__file__)"))
+    client = NotebookClient(nb, timeout=300, kernel_name="kitvenv", allow_errors=True,
+                            resources={"metadata": {"path": str(out / "lessons")}})
+    client.execute(env=env)
+
+    def printed(cell):
+        return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+    assert printed(nb.cells[-1]).strip() == str(out / "autograder" / "__init__.py")
+    setup = next(c for c in nb.cells if "setup" in c.metadata.get("tags", []))
+    assert printed(setup).strip() == "Self-checks: ../autograder (student kit 1.0.0)", setup.outputs
+    scores = {c.metadata["nbgrader"]["grade_id"]: float(o["data"]["text/plain"]) for c in nb.cells
+              if "self-check" in c.metadata.get("tags", []) for o in c.outputs if o.output_type == "execute_result"}
+    assert scores == {f"check_{ex}": pts for ex, pts in points(lesson).items()}, \
+        [(c.source, c.outputs) for c in nb.cells if "self-check" in c.metadata.get("tags", [])]
+
+    # a package named `autograder` in the environment's own site-packages (it comes before the
+    # system's on sys.path): the setup cell still imports the kit's
+    impostor = next((venv / "lib").glob("python3*/site-packages")) / "autograder"
+    impostor.mkdir()
+    (impostor / "__init__.py").write_text("raise ImportError('the impostor was imported')\n")
+    run = subprocess.run([str(python), "-c", setup.source + "\nimport autograder; print(autograder.__file__)"],
+                         cwd=out / "lessons", env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.splitlines() == ["Self-checks: ../autograder (student kit 1.0.0)",
+                                       str(out / "autograder" / "__init__.py")]

@@ -117,23 +117,22 @@ def page(executed: nbformat.NotebookNode, variant: str) -> nbformat.NotebookNode
 def selfcheck_plumbing(cell) -> tuple[str, str] | None:
     """(what the reader sees, the self-check plumbing) for a setup cell, else None.
 
-    The plumbing is the `try: from autograder.selfcheck import checker / except ImportError: ...`
-    block and the `check = checker(...)` line: the site shows the rest of the cell (the imports
-    and data a lesson uses) and puts the plumbing in a cell of its own tagged `remove-cell`, so a
-    reader never sees it while the page's notebook still runs from lessons/."""
+    The plumbing is the block from `import os, sys` (the grader beside lessons/ first) to
+    `from autograder.selfcheck import checker`, and the `check = checker(...)` line: the site shows
+    the rest of the cell (the imports and data a lesson uses) and puts the plumbing in a cell of its
+    own tagged `remove-cell`, so a reader never sees it while the page's notebook still runs from lessons/."""
     if cell.cell_type != "code":
         return None
     lines = cell.source.splitlines()
-    imports = [i for i, line in enumerate(lines) if line.strip() == "from autograder.selfcheck import checker"]
-    if not imports or imports[0] == 0 or lines[imports[0] - 1].strip() != "try:":
-        return None
     checks = [line for line in lines if line.startswith("check = checker(")]
     lines = [line for line in lines if line not in checks]
-    start, end = imports[0] - 1, imports[0] + 1
-    while end < len(lines) and (lines[end].startswith((" ", "\t", "except")) or not lines[end].strip()):
-        end += 1                           # the indented body, the except clause and its body
-    while end > start and not lines[end - 1].strip():
-        end -= 1
+    imports = [i for i, line in enumerate(lines) if line.strip() == "from autograder.selfcheck import checker"]
+    if not imports:
+        return None
+    end = imports[0] + 1
+    start = next((i for i in range(end - 1, -1, -1) if lines[i].startswith("import os, sys")), None)
+    if start is None:
+        return None
     before, after = "\n".join(lines[:start]).rstrip(), "\n".join(lines[end:]).strip("\n")
     shown = before + "\n\n" + after if before and after else before + after
     return shown, "\n".join(lines[start:end] + checks)

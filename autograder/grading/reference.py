@@ -6,8 +6,11 @@ and the resulting namespace is what checks call `reference`.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib
+import io
+import sys
 from types import SimpleNamespace
 
 from autograder.course import COURSE
@@ -21,10 +24,17 @@ def load_reference(lesson_id: str) -> SimpleNamespace:
     if program.fatal or program.problems:
         raise RuntimeError(f"solutions/{lesson_id}.ipynb is broken: {program.fatal or program.problems}")
     namespace = {"__name__": f"reference_{lesson_id}"}
-    for cell in program.cells:
-        code, deferred = _deferring_display(cell.source, f"<reference {lesson_id}: {cell.label}>")
-        namespace.update(deferred)
-        exec(code, namespace)
+    # the setup cell is written for a student's kernel: what it prints there (which grader runs) and
+    # the folder it puts on sys.path are not the grader's business
+    path = list(sys.path)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            for cell in program.cells:
+                code, deferred = _deferring_display(cell.source, f"<reference {lesson_id}: {cell.label}>")
+                namespace.update(deferred)
+                exec(code, namespace)
+    finally:
+        sys.path[:] = path
     return SimpleNamespace(**namespace)
 
 

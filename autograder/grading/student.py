@@ -52,8 +52,17 @@ class LocalSubmission:
     def why_missing(self, name: str) -> str | None:
         return None
 
+    def source_digest(self) -> str:
+        return code_digest([])
+
     def close(self):
         pass
+
+
+def code_digest(cells) -> str:
+    """A digest of a program's code cells (what lesson 06 draws its order of subjects from)."""
+    import hashlib
+    return hashlib.sha256("\n".join(c.source for c in cells).encode()).hexdigest()
 
 
 # ------------------------------------------------------------------------------------ proxies
@@ -132,11 +141,9 @@ class Student:
         self._submission.request("assign", values=values)
 
     def _fingerprint(self) -> str:
-        """A digest of the submission's code (empty for a notebook's own kernel)."""
-        import hashlib
-        program = getattr(self._submission, "program", None)
-        cells = program.cells if program is not None else []
-        return hashlib.sha256("\n".join(c.source for c in cells).encode()).hexdigest()
+        """A digest of the submission's code (of no code for a notebook's own kernel); a lesson that
+        cannot be graded answers with its reason (ExerciseUnavailable)."""
+        return self._submission.source_digest()
 
 
 class StudentFunction:

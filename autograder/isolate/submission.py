@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from autograder.grading.student import code_digest
 from autograder.isolate.sandbox import DEFAULT_TIME_LIMIT, Sandbox
 from autograder.load.notebook import Program, definition_cells, idle_demos  # noqa: F401 - definition_cells: tests
 from autograder.run.errors import StudentError, SubmissionFault
@@ -215,6 +216,9 @@ class Submission:
                                                    "message": f"the call did not finish: {fault}", "traceback": ""}}
         finally:
             child.close()
+
+    def source_digest(self) -> str:
+        return code_digest(self.program.cells)
 
     def why_missing(self, name: str) -> str | None:
         if name in self.program.problems:

@@ -109,6 +109,15 @@ def _kit_checking(text: str) -> str:
     return _swap_mutants_import("".join(lines), "grading/checking.py")
 
 
+def _kit_edition(text: str) -> str:
+    """The package's __init__ with EDITION = "student kit": the self-check's first line names it."""
+    text, n = re.subn(r'^EDITION = "course".*$', 'EDITION = "student kit"   # written by the course\'s deliver/kit/assemble.py',
+                     text, flags=re.M)
+    if n != 1:
+        raise RuntimeError('autograder/__init__.py no longer sets EDITION = "course": update autograder/deliver/kit/assemble.py')
+    return text
+
+
 KIT_REFERENCE = '''"""The student kit holds no reference solution: `reference` is the recorded answers (recorded.py)."""
 from autograder.grading.recorded import PUBLIC_INPUTS_ONLY, load_reference  # noqa: F401
 '''
@@ -121,6 +130,8 @@ def package_files(lessons: list[str]) -> dict[str, bytes]:
             text = KIT_REFERENCE
         elif rel == "checks/projection_subjects.py":
             text = (PACKAGE / "deliver" / "kit_subjects.py").read_text(encoding="utf-8")
+        elif rel == "__init__.py":
+            text = _kit_edition((PACKAGE / rel).read_text(encoding="utf-8"))
         elif rel == "grading/checking.py":
             text = _kit_checking((PACKAGE / rel).read_text(encoding="utf-8"))
         elif rel.endswith(".py"):

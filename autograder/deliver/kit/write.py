@@ -73,7 +73,9 @@ are the core, 7 and 8 go further.
 Each exercise is a function or class whose body is `raise NotImplementedError()`; its docstring
 says what to return. Run the cell after it: the self-check runs the course's own checks on your
 code and prints what passed, what failed, and which common mistake your answer looks like, with
-a hint. The number it shows last is your score for that exercise.
+a hint. The number it shows last is your score for that exercise. The lesson's first code cell
+prints `Self-checks: ../autograder (student kit ...)`: the self-checks run this kit's own copy,
+whatever else is installed.
 
 The self-checks compare your answers with answers recorded on the course's own check inputs.
 Your instructor grades on other inputs of the same kind, so code that solves the exercise gets
