@@ -315,6 +315,7 @@ section{margin-bottom:1.5em}img{max-width:100%}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}
 section[id^=ex-] td:nth-child(3){font-family:monospace;font-size:90%;max-width:40em;word-break:break-word}
 table.sortable th{cursor:pointer;background:#f4f4f4;white-space:nowrap}table.sortable td{white-space:nowrap}
+table.sortable td:first-child{white-space:normal;max-width:20em;word-break:break-word}
 table.sortable th[data-order=asc]::after{content:" \\25b2"}table.sortable th[data-order=desc]::after{content:" \\25bc"}"""
 
 # The table's sorter: a click on a header sorts the rows by that column (numbers by data-v).
