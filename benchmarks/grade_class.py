@@ -2,7 +2,7 @@
 
     python benchmarks/grade_class.py [--students N] [--jobs 2] [--skip-nbgrader]
 
-The class has all six lessons per student, cycling through four kinds of submission: the
+The class has every lesson of the course per student, cycling through four kinds of submission: the
 reference solutions, the untouched stubs, buggy notebooks (from tests/corpus/) and broken
 files (not JSON). Both graders get the same files. Prints both wall-clock times, the ratio,
 and seconds per full-course submission. Not a test: timings on shared machines are noisy.

@@ -318,7 +318,7 @@ def main(argv=None) -> int:
 
         if "class" in parts:
             n = len(made)
-            print(f"\nclass grading: {n} students x 9 lessons, one in three correct, two in three typical "
+            print(f"\nclass grading: {n} students x {len(next(iter(made.values())))} lessons, one in three correct, two in three typical "
                   f"wrong answers, --jobs {args.jobs}, best of {args.repeat}")
             best = {label: float("inf") for label in roots}
             for _ in range(args.repeat):

@@ -294,3 +294,92 @@ def test_page_in_a_real_browser(browser, served, variant, page):
                 "const p = d.querySelector('pre');"
                 "return p.checkVisibility({visibilityProperty: true}) && p.getBoundingClientRect().height > 0;")
             assert shown, "clicking 'Reference solution' should show the code"
+
+
+# -- nothing scrolls sideways at 1280 px (issue 33) ----------------------------------------
+
+# What needs sideways scrolling on the page, and why. MathJax's own parts are left out (its
+# assistive MathML is off-screen by design, its stretchy glyphs clip themselves); a formula is
+# judged by its container. "scrolls": a box with a horizontal scroll bar (overflow-x auto or
+# scroll, wider content); "cut off": a code block, table or formula whose content is hidden past
+# its edge; "sticks out": anything drawn past the right edge of its column (the article or a
+# sidebar).
+OVERFLOW = """
+const describe = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+  + (typeof e.className === 'string' && e.className.trim() ? '.' + e.className.trim().split(/\\s+/).slice(0, 2).join('.') : '');
+const doc = document.documentElement;
+const found = [];
+if (doc.scrollWidth > doc.clientWidth) found.push({what: 'the page', why: 'scrolls', by: doc.scrollWidth - doc.clientWidth});
+const columns = Array.from(document.querySelectorAll('.bd-article, .bd-sidebar-primary, .bd-sidebar-secondary'));
+for (const el of document.body.querySelectorAll('*')) {
+  const tag = el.tagName.toLowerCase();
+  if (el.closest('mjx-assistive-mml') || (tag.startsWith('mjx-') && tag !== 'mjx-container')) continue;
+  if (!el.checkVisibility({visibilityProperty: true})) continue;
+  const rect = el.getBoundingClientRect();
+  if (rect.width === 0) continue;
+  const style = getComputedStyle(el);
+  const wider = el.clientWidth > 0 ? el.scrollWidth - el.clientWidth : 0;
+  const what = describe(el) + ': ' + (el.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 70);
+  if (wider > 1 && ['auto', 'scroll'].includes(style.overflowX)) {
+    found.push({what, why: 'scrolls', by: wider});
+  } else if (wider > 1 && el.matches('pre, table, mjx-container[display="true"], div.math')) {
+    found.push({what, why: 'cut off', by: wider});
+  } else {
+    const column = columns.find(c => c.contains(el) && c !== el);
+    if (column) {
+      const edge = column.getBoundingClientRect().left + column.clientLeft + column.clientWidth;
+      if (rect.right > edge + 1) found.push({what, why: 'sticks out', by: Math.round(rect.right - edge)});
+    }
+  }
+}
+return {width: window.outerWidth, found};"""
+
+
+def overflow(driver) -> list[dict]:
+    state = driver.execute_script(OVERFLOW)
+    assert state["width"] == 1280, state["width"]   # the window the issue's reader had
+    return state["found"]
+
+
+@slow
+@pytest.mark.parametrize("variant", ["student", "instructor"])
+def test_no_page_scrolls_sideways_at_1280_px(browser, served, variant):
+    """Every page, checked for the page itself, each code block, output, table and formula, and the
+    sidebars: the failure lists every page that overflows and what does."""
+    base = served(variant)
+    report = {}
+    for page in PAGES:
+        open_page(browser, base + f"{page}.html")
+        if found := overflow(browser):
+            report[page] = [f"{f['why']} by {f['by']} px: {f.get('what')}" for f in found[:8]]
+    assert not report, "\n".join(f"{page}:\n  " + "\n  ".join(lines) for page, lines in report.items())
+
+
+def test_the_overflow_check_finds_what_overflows(browser, tmp_path):
+    """The check above on a page made to overflow in each way it names, and on one that does not."""
+    wide = "x" * 400
+    page = tmp_path / "wide.html"
+    page.write_text(f"""<!DOCTYPE html><html><body style="margin:0">
+<div class="bd-article" style="width:600px">
+<pre id="scrolls" style="overflow-x:auto">{wide}</pre>
+<pre id="cut" style="overflow-x:hidden">{wide}</pre>
+<p><span id="sticks" style="white-space:nowrap">{wide}</span></p>
+<p>short</p></div></body></html>""")
+    browser.get(page.as_uri())
+    found = {(f["what"].split(":")[0], f["why"]) for f in overflow(browser)}
+    assert {("pre#scrolls", "scrolls"), ("pre#cut", "cut off"), ("span#sticks", "sticks out")} <= found, found
+    page.write_text('<!DOCTYPE html><html><body><div class="bd-article" style="width:600px">'
+                    '<pre style="white-space:pre-wrap;overflow-wrap:anywhere">' + wide + "</pre></div></body></html>")
+    browser.get(page.as_uri())
+    assert overflow(browser) == []
+
+
+@slow
+@pytest.mark.parametrize("variant", ["student", "instructor"])
+def test_a_lesson_page_has_one_search_box(browser, served, variant):
+    base = served(variant)
+    open_page(browser, base + "lessons/09_generating_text.html")
+    boxes = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.search-button-field, form.bd-search input'))"
+        ".filter(e => e.checkVisibility({visibilityProperty: true}) && e.getBoundingClientRect().width > 0).length;")
+    assert boxes == 1

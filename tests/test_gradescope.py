@@ -258,3 +258,25 @@ def test_a_lesson_not_handed_in_answers_every_question_with_the_reason():
                 lambda: student._submission.fresh_call, lambda: student._submission.anything_else):
         with pytest.raises(ExerciseUnavailable, match="^not submitted: no file$"):
             ask()
+
+
+@pytest.mark.slow
+def test_instructors_try_the_bundle_locally_steps_run_as_written(tmp_path):
+    """INSTRUCTORS.md's "Try the bundle locally": its lines, run by bash from the repository's
+    folder (only the scratch folder moved into tmp_path), build, unpack and run the bundle."""
+    import re
+    text = (ROOT / "INSTRUCTORS.md").read_text()
+    section = text.split("### Try the bundle locally", 1)[1].split("\n## ", 1)[0]
+    script = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    assert script.count("GS=/tmp/gradescope-try") == 1
+    script = script.replace("GS=/tmp/gradescope-try", f"GS={tmp_path / 'gs'}")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}   # this checkout's autograder, as for `grade`
+    run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "graded: 8/20" in run.stdout                          # the comment says what to expect
+    result = json.loads((tmp_path / "gs" / "results" / "results.json").read_text())
+    assert (result["score"], result["max_score"]) == (8, 20)
+    assert '"score": 8.0' in run.stdout                          # json.tool printed the results
+    lessons = {t["tags"][0] for t in result["tests"]}
+    assert lessons == {"lesson:01_scaled_dot_product_attention", "lesson:02_masking"}

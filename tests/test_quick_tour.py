@@ -38,11 +38,15 @@ def test_a_small_class_gets_grades_feedback_and_a_report(tmp_path):
     rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").open())}
     total = sum(float(v) for k, v in rows["ada"].items() if k.startswith(L02))
     assert total == 12 and all(float(v) == 0 for k, v in rows["bob"].items() if k.startswith(L02)), rows
-    # the report counts both and lists only who lost points (its charts' base64 once made "ada"
-    # appear in it by chance, so the names are looked for in the text around them)
+    # the report counts both, has a row for each, and in the details names only who lost points,
+    # bob as not started (its charts' base64 once made "ada" appear in it by chance, so the names
+    # are looked for in the text around them)
     report = re.sub(r"data:image/[^']+", "", (out / "class-report.html").read_text())
     assert "<b>2</b> student(s) graded" in report and "1 with full marks" in report
-    assert "<td>bob</td>" in report and "<td>ada</td>" not in report
+    students = report.split("<section id='students'>", 1)[1].split("</section>", 1)[0]
+    assert "<td>bob</td>" in students and "<td>ada</td>" in students              # one row each
+    details = report.split("</section>", 2)[2]                                   # after the summary and the table
+    assert "Not started: 1 student(s) (bob)" in details and "<td>ada</td>" not in details
     assert (out / "students" / "bob" / "feedback.md").exists() and (out / "students" / "ada" / "feedback.md").exists()
 
 

@@ -1,14 +1,19 @@
 """The class report: one static page (`class-report.html`) that tells an instructor what to teach again.
 
-For each exercise: how the scores spread, which catalogued mistakes the class made most often,
-and the students who lost most, linked to their feedback. The page works offline: charts are
-matplotlib PNGs inside the page as data URIs, styles are inline, there is no script at all, and a
-Content-Security-Policy forbids loading anything. Every string a student controls (folder names,
-exception messages) is passed through html.escape; links are percent-encoded relative paths.
+First a summary that fits one screen: the class's totals, the exercises where students who tried
+lost most points (not started is counted apart: it says who to chase, not what to teach), then one
+row per student in a table sorted by clicking a column's header. Then, for each exercise: how the
+scores spread, which catalogued mistakes the class made most often, and the students who lost
+most, linked to their feedback. The page works offline: charts are SVG images inside the page as
+data URIs, styles are inline, the only script is the table's sorter (allowed by its hash in the
+Content-Security-Policy, which forbids any other script and loading anything). Every string a
+student controls (folder names, exception messages) is passed through html.escape; links are
+percent-encoded relative paths.
 """
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import os
@@ -43,7 +48,7 @@ def class_report_html(results: dict[str, dict], out_dir: Path) -> str:
     exercises = _per_exercise(results)
     links = {s: _links(out_dir, student_folder(out_dir, s)) for s in results}
     charts = _Charts()
-    body = [_summary(results, exercises, charts)]
+    body = [_summary(results, exercises, charts), _students_table(results, links)]
     current = None
     for (lesson, exercise), rows in exercises.items():
         if lesson != current:
@@ -51,7 +56,7 @@ def class_report_html(results: dict[str, dict], out_dir: Path) -> str:
             title = COURSE[lesson].title if lesson in COURSE else ""
             body.append(f"<h2 id='{_anchor(lesson)}'>{_e(lesson)} <small>{_e(title)}</small></h2>")
         body.append(_exercise_section(lesson, exercise, rows, links, charts))
-    return _PAGE.format(css=_CSS, body="\n".join(body))
+    return _PAGE.format(css=_CSS, body="\n".join(body), script=_SORTER, script_hash=_SORTER_HASH)
 
 
 def _per_exercise(results):
@@ -68,13 +73,21 @@ def _per_exercise(results):
     return dict(sorted(rows.items(), key=lambda kv: position(kv[0])))
 
 
+def not_started(entry: dict) -> bool:
+    """The student has not begun this exercise: every failed check is the untouched stub's."""
+    return bool(entry["failed"]) and entry["score"] == 0 and all(
+        set(mistakes_of(t)) == {"not-implemented"} for t in entry["failed"])
+
+
 def _summary(results, exercises, charts) -> str:
+    """At most one screen: totals, not started (apart), where those who tried lost most."""
     fractions = [r["score"] / r["max_score"] for r in results.values() if r.get("max_score")]
     totals = [r["score"] for r in results.values()]
-    lost = {key: sum(e["max"] - e["score"] for _, e in rows) for key, rows in exercises.items()}
+    lost = {key: sum(e["max"] - e["score"] for _, e in rows if not not_started(e)) for key, rows in exercises.items()}
+    idle = {key: [s for s, e in rows if not_started(e)] for key, rows in exercises.items()}
     worst = sorted((k for k in lost if lost[k] > 0), key=lambda k: (-lost[k], k))[:5]
     maxima = sorted({r["max_score"] for r in results.values()})
-    out = ["<h1>Class report</h1>", "<ul class='summary'>",
+    out = ["<section id='summary'><h1>Class report</h1>", "<ul class='summary'>",
            f"<li><b>{len(results)}</b> student(s) graded on <b>{len(exercises)}</b> exercise(s)</li>"]
     if totals:
         of = (f" / {_pts(maxima[0])}" if len(maxima) == 1
@@ -85,37 +98,89 @@ def _summary(results, exercises, charts) -> str:
         out.append(f"<li>as a share of each student's maximum: mean <b>{statistics.mean(fractions):.0%}</b>, "
                    f"median <b>{statistics.median(fractions):.0%}</b></li>")
     out.append("</ul>")
+    out.append(_not_started_line(idle, exercises))
     if worst:
         items = "".join(f"<li><a href='#{_anchor(*k)}'>{_e(k[0])} / {_e(k[1])}</a>: "
                         f"{_pts(lost[k])} points lost in all</li>" for k in worst)
-        out.append(f"<h3>Where the class lost most points</h3><ol>{items}</ol>")
-        top = sorted(lost, key=lambda k: (-lost[k], k))[:15]
-        out.append(charts.lost([f"{k[0][:2]} {k[1]}" for k in top], [lost[k] for k in top]))
+        top = sorted((k for k in lost if lost[k] > 0), key=lambda k: (-lost[k], k))[:12]
+        out.append("<div class='side'><div><h3>Where the class lost most points</h3>"
+                   f"<p class='note'>by students who started the exercise</p><ol>{items}</ol></div>"
+                   + charts.lost([f"{k[0][:2]} {k[1]}" for k in top], [lost[k] for k in top]) + "</div>")
     else:
-        out.append("<p>No exercise lost any points.</p>")
+        out.append("<p>No exercise lost any points" + (" apart from those not started." if any(idle.values()) else ".")
+                   + "</p>")
+    out.append("</section>")
     return "\n".join(out)
+
+
+def _not_started_line(idle, exercises) -> str:
+    """Exercises not started, apart from the mistakes: how many students, per exercise."""
+    counts = {k: len(v) for k, v in idle.items() if v}
+    if not counts:
+        return "<p id='not-started'>Every student started every exercise they handed in.</p>"
+    students = len({s for names in idle.values() for s in names})
+    items = ", ".join(f"{_e(k[0][:2])} <code>{_e(k[1])}</code> {n}/{len(exercises[k])}"
+                      for k, n in sorted(counts.items(), key=lambda kv: -kv[1])[:12])
+    more = f" and {len(counts) - 12} more" if len(counts) > 12 else ""
+    return (f"<p id='not-started'><b>Not started</b> (not a mistake, and left out of the points lost below): "
+            f"{students} student(s), {sum(counts.values())} exercise(s) in all: {items}{more}.</p>")
+
+
+def _students_table(results, links) -> str:
+    """One row per student, in name order; a click on a header sorts by that column."""
+    lessons = [lid for lid in COURSE if any(lid == k[0] for r in results.values() for k in by_exercise(r))]
+    head = ("<tr><th>student</th><th>score</th><th>share</th>"
+            + "".join(f"<th title='{_e(lid)}'>{_e(lid[:2])}</th>" for lid in lessons)
+            + "<th>not started</th><th>feedback</th></tr>")
+    rows = []
+    for student in sorted(results, key=lambda s: (s.lower(), s)):
+        result, entries = results[student], by_exercise(results[student])
+        share = result["score"] / result["max_score"] if result.get("max_score") else 0.0
+        cells = [f"<td>{_e(student)}</td>",
+                 f"<td data-v='{result['score']:g}'>{_pts(result['score'])} / {_pts(result.get('max_score', 0))}</td>",
+                 f"<td data-v='{share:.4f}'>{share:.0%}</td>"]
+        for lid in lessons:
+            mine = [e for k, e in entries.items() if k[0] == lid]
+            if mine:
+                got, top = sum(e["score"] for e in mine), sum(e["max"] for e in mine)
+                cells.append(f"<td data-v='{got / top if top else 0:.4f}'>{_pts(got)}/{_pts(top)}</td>")
+            else:
+                cells.append("<td data-v='-1'>-</td>")
+        idle = sum(1 for e in entries.values() if not_started(e))
+        cells.append(f"<td data-v='{idle}'>{idle or ''}</td>")
+        feedback = " ".join(f"<a href='{_e(href)}'>{_e(name)}</a>" for name, href in links[student]) or "none written"
+        cells.append(f"<td>{feedback}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (f"<section id='students'><h2>Students <small>{len(results)}, one row each; click a header to sort</small></h2>"
+            f"<table class='sortable'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table></section>")
 
 
 def _exercise_section(lesson, exercise, rows, links, charts) -> str:
     maximum = max(e["max"] for _, e in rows)
     scores = [e["score"] for _, e in rows]
     full = sum(1 for _, e in rows if e["score"] >= e["max"])
-    out = [f"<section id='{_anchor(lesson, exercise)}'><h3>{_e(exercise)}</h3>",
+    out = [f"<section id='{_anchor(lesson, exercise)}'><h3>{_e(exercise)}</h3><div class='pair'><div>",
            f"<p>{len(rows)} student(s) graded, out of {_pts(maximum)} point(s): "
            f"mean {_pts(statistics.mean(scores))}, median {_pts(statistics.median(scores))}; {full} with full marks.</p>"]
     counts: dict[str, int] = {}
-    for _, entry in rows:   # each student counts once per mistake
+    started = [(s, e) for s, e in rows if not not_started(e)]
+    for _, entry in started:   # each student counts once per mistake
         for mistake in {m for test in entry["failed"] for m in mistakes_of(test)}:
             counts[mistake] = counts.get(mistake, 0) + 1
     top = sorted(counts, key=lambda m: (-counts[m], m))[:TOP_MISTAKES]
-    out.append(charts.exercise(exercise, scores, maximum, top, [counts[m] for m in top]))
+    chart = charts.exercise(exercise, scores, maximum, top, [counts[m] for m in top])   # beside the text
     if top:
         items = "".join(f"<li><code>{_e(m)}</code>: {counts[m]} student(s)"
                         + (f" ({_e(CATALOGUE[m].title)})" if m in CATALOGUE else "") + "</li>" for m in top)
         out.append(f"<p>Most frequent named mistakes:</p><ul>{items}</ul>")
-    elif any(e["failed"] for _, e in rows):
+    elif any(e["failed"] for _, e in started):
         out.append("<p>No failed check matched a catalogued mistake.</p>")
-    losers = sorted((r for r in rows if r[1]["score"] < r[1]["max"]),
+    idle = [s for s, e in rows if not_started(e)]
+    if idle:
+        out.append(f"<p class='idle'>Not started: {len(idle)} student(s) ({', '.join(_e(s) for s in idle[:WORST])}"
+                   + (", ..." if len(idle) > WORST else "") + ").</p>")
+    out.append(f"</div>{chart}</div>")
+    losers = sorted((r for r in started if r[1]["score"] < r[1]["max"]),
                     key=lambda r: (r[1]["score"] - r[1]["max"], r[0]))[:WORST]
     if losers:
         out.append("<table><thead><tr><th>student</th><th>score</th><th>why</th><th>feedback</th></tr></thead>"
@@ -126,7 +191,7 @@ def _exercise_section(lesson, exercise, rows, links, charts) -> str:
             out.append(f"<tr><td>{_e(student)}</td><td>{_pts(entry['score'])} / {_pts(entry['max'])}</td>"
                        f"<td>{_e(reason(entry))}</td><td>{feedback}</td></tr>")
         out.append("</tbody></table>")
-    else:
+    elif not idle:
         out.append("<p>Every student graded on this exercise got full marks.</p>")
     out.append("</section>")
     return "\n".join(out)
@@ -150,8 +215,8 @@ class _Charts:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
         from matplotlib.ticker import MaxNLocator
-        self.pair = Figure(figsize=(9.2, 2.6), dpi=80)
-        self.pair.subplots_adjust(left=0.07, right=0.98, top=0.88, bottom=0.2, wspace=0.75)
+        self.pair = Figure(figsize=(8.4, 2.1), dpi=80)
+        self.pair.subplots_adjust(left=0.07, right=0.98, top=0.86, bottom=0.24, wspace=0.75)
         self.axes = hist, bars = self.pair.subplots(1, 2)
         # the axes are kept from one exercise to the next (only their bars and texts change): building
         # axes and ticks anew is a third of the time
@@ -169,24 +234,24 @@ class _Charts:
         for artist in [*hist.patches, *bars.patches, *bars.texts]:
             artist.remove()
         self._histogram(hist, scores, maximum)
-        hist.set_title(f"{exercise}: score distribution", fontsize=10, y=1.02, parse_math=False)
+        hist.set_title("score distribution", fontsize=10, y=1.02)   # the exercise is the heading above
         bars.set_axis_on() if mistakes else bars.set_axis_off()
         if mistakes:
             self._barh(bars, mistakes, counts)
         else:
             bars.text(0.5, 0.5, "no named mistakes", ha="center", va="center", transform=bars.transAxes)
-        bars.set_title(f"{exercise}: named mistakes", fontsize=10, y=1.02, parse_math=False)
+        bars.set_title("named mistakes (students who started)", fontsize=10, y=1.02)
         return self._img(self.pair, f"{exercise}: score distribution and named mistakes")
 
     def lost(self, labels, values) -> str:
         from matplotlib.ticker import MaxNLocator
-        self.single.set_size_inches(9.2, 1 + 0.22 * len(labels))
-        self.single.subplots_adjust(left=0.3, right=0.7, top=1 - 0.35 / (1 + 0.22 * len(labels)),
-                                    bottom=0.55 / (1 + 0.22 * len(labels)))
+        height = 1 + 0.2 * len(labels)   # at most ~3.4 in (270 px) for 12 bars: the summary fits a screen
+        self.single.set_size_inches(6.4, height)
+        self.single.subplots_adjust(left=0.42, right=0.96, top=1 - 0.35 / height, bottom=0.55 / height)
         ax = self.single.subplots()
         ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
         self._barh(ax, labels, values)
-        ax.set_xlabel("points lost by the whole class")
+        ax.set_xlabel("points lost by students who started")
         ax.set_title("points lost by exercise", fontsize=10, y=1.02)
         return self._img(self.single, "points lost by exercise")
 
@@ -241,18 +306,36 @@ def _anchor(*parts: str) -> str:
     return _e("ex-" + "-".join(parts))
 
 
-_CSS = """body{font-family:sans-serif;max-width:70em;margin:1em auto;padding:0 1em;color:#222}
-h2{border-bottom:1px solid #ccc;margin-top:2em}h2 small{color:#666;font-weight:normal}
-section{margin-bottom:2em}img{max-width:100%}
+_CSS = """body{font-family:sans-serif;max-width:78em;margin:1em auto;padding:0 1em;color:#222}
+h1{margin:.2em 0}h2{border-bottom:1px solid #ccc;margin-top:1.5em}h2 small{color:#666;font-weight:normal;font-size:60%}
+h3{margin:.6em 0 .2em}.note{color:#666;margin:0;font-size:90%}ul.summary{margin:.3em 0}
+.side{display:flex;gap:1.5em;align-items:flex-start}.side>div{flex:0 0 24em}.side img{min-width:0;flex:0 1 auto}
+.pair{display:flex;gap:1em;align-items:flex-start}.pair>div{flex:1 1 20em}.pair>img{flex:0 1 auto;min-width:0}
+section{margin-bottom:1.5em}img{max-width:100%}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}
-td:nth-child(3){font-family:monospace;font-size:90%;max-width:40em;word-break:break-word}"""
+section[id^=ex-] td:nth-child(3){font-family:monospace;font-size:90%;max-width:40em;word-break:break-word}
+table.sortable th{cursor:pointer;background:#f4f4f4;white-space:nowrap}table.sortable td{white-space:nowrap}
+table.sortable td:first-child{white-space:normal;max-width:20em;word-break:break-word}
+table.sortable th[data-order=asc]::after{content:" \\25b2"}table.sortable th[data-order=desc]::after{content:" \\25bc"}"""
+
+# The table's sorter: a click on a header sorts the rows by that column (numbers by data-v).
+_SORTER = """document.querySelectorAll('table.sortable th').forEach((th, i) => th.addEventListener('click', () => {
+  const asc = th.dataset.order !== 'asc', body = th.closest('table').tBodies[0];
+  th.parentElement.querySelectorAll('th').forEach(h => delete h.dataset.order);
+  th.dataset.order = asc ? 'asc' : 'desc';
+  const cmp = (x, y) => { const a = x.cells[i], b = y.cells[i];
+    return 'v' in a.dataset ? a.dataset.v - b.dataset.v : a.textContent.localeCompare(b.textContent); };
+  body.append(...Array.from(body.rows).sort((x, y) => cmp(x, y) * (asc ? 1 : -1)));
+}));"""
+_SORTER_HASH = base64.b64encode(hashlib.sha256(_SORTER.encode()).digest()).decode()
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Class report</title><style>{css}</style></head>
 <body>
 {body}
+<script>{script}</script>
 </body></html>
 """

@@ -37,8 +37,8 @@ def kit_requirements() -> str:
 
 STUDENT_README = """# Multi-head attention, one exercise at a time: your course kit
 
-Nine Jupyter notebooks build multi-head attention from a NumPy softmax up to a PyTorch module,
-a transformer block, fast decoding and a tiny GPT that writes. Each exercise has a **self-check** cell right after it.
+These Jupyter notebooks build multi-head attention from a NumPy softmax up to a PyTorch module,
+then put it to work. Each exercise has a **self-check** cell right after it.
 
 ## Install (once)
 
@@ -64,9 +64,10 @@ Nothing else is needed, and after the install everything works offline.
 jupyter lab lessons/
 ```
 
-(As root, in a container for instance: `jupyter lab --allow-root lessons/`.) Work through
-`lessons/01_scaled_dot_product_attention.ipynb` first, then the others in order; lessons 1 to 6
-are the core, 7 and 8 go further.
+(As root, in a container for instance: `jupyter lab --allow-root lessons/`.) Take the lessons in
+order, each from top to bottom:
+
+{lesson_table}
 
 ## Self-check
 
@@ -79,7 +80,9 @@ whatever else is installed.
 
 The self-checks compare your answers with answers recorded on the course's own check inputs.
 Your instructor grades on other inputs of the same kind, so code that solves the exercise gets
-the same score there; code that only reproduces the self-check's answers does not.
+the same full marks there; code that only reproduces the self-check's answers does not. A wrong
+answer can score differently there (0/5 here, 1/5 in the grade) because which checks it fails
+depends on the inputs it meets.
 
 Before you submit: save, then Kernel > Restart Kernel and Run All Cells, and read the
 self-checks. The grader runs your notebook the same way, top to bottom in a fresh process.
@@ -93,11 +96,23 @@ nbgrader's exchange). Keep the file names: the grader knows a lesson by its file
 
 | path | what it holds |
 |---|---|
-| `lessons/` | the nine notebooks you work in |
-| `data/` | the corpus lesson 9 trains its model on |
-| `autograder/` | the self-check: the course's checks and the answers they compare with, recorded as data |
+| `lessons/` | the notebooks you work in, one per lesson |
+{data_row}| `autograder/` | the self-check: the course's checks and the answers they compare with, recorded as data |
 | `requirements.txt` | what to install |
 """
+
+
+CORE = 6   # lessons 1 to CORE are the core; the later ones go further (README.md says which needs which)
+
+
+def student_readme(lessons: list[str]) -> str:
+    """The kit's README, its lesson table taken from COURSE: a lesson added there is listed here."""
+    rows = "\n".join(f"| {int(lid[:2])} | `{lid}` | {COURSE[lid].title} |" for lid in lessons)
+    table = "| | notebook | what it is about |\n|---|---|---|\n" + rows
+    if any(int(lid[:2]) > CORE for lid in lessons):
+        table += f"\n\nLessons 1 to {CORE} are the core, in order; the later ones go further and build on them."
+    data_row = "| `data/` | the corpus lesson 9 trains its model on |\n" if "09_generating_text" in lessons else ""
+    return STUDENT_README.format(lesson_table=table, data_row=data_row)
 
 
 def kit_files(lessons: list[str] | None = None, corpus: bool = True, lang: str | None = None) -> dict[str, bytes]:
@@ -119,7 +134,7 @@ def kit_files(lessons: list[str] | None = None, corpus: bool = True, lang: str |
             if path.suffix in (".txt", ".md"):
                 files[f"data/sums/{path.name}"] = path.read_bytes()
     files["README.md"] = (kit_readme(lang, [lid for lid in lessons if lid in translated]) if lang
-                          else STUDENT_README).encode()
+                          else student_readme(lessons)).encode()
     files["requirements.txt"] = kit_requirements().encode()
     return files
 
