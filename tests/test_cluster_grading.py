@@ -141,6 +141,7 @@ def test_a_worker_killed_mid_run_loses_no_student_and_leaves_no_process(referenc
         got = json.loads((out / "students" / name / "results.json").read_text())
         assert got == expected[name.rstrip("2")]["results"], name
     assert "NOT GRADED" not in stdout
+    assert stdout.count("  LOST tcp://127.0.0.1:") == 1, stdout      # the kill came during the run, and is said
     assert not _gone(marker), "processes outlived the class run"
 
 
@@ -231,3 +232,32 @@ def test_with_no_node_that_may_grade_nothing_is_graded_and_each_node_is_named(re
     assert run.stdout.count("with a layer missing: MISSING namespaces") == 2, run.stdout
     assert {s: f["results"]["score"] for s, f in student_files(tmp_path / "out").items()} == \
         {s: f["results"]["score"] for s, f in student_files(reference / "jobs").items()}
+
+
+def test_a_student_whose_task_keeps_failing_is_listed_and_graded_by_the_next_run(reference, tmp_path, monkeypatch):
+    from autograder.classroom import cluster, node
+    from support.failing_node import FAILING_STUDENT, FailsForOneStudent
+    students = {name: {lesson: reference / "class" / name / f"{lesson}.ipynb" for lesson in LESSONS
+                       if (reference / "class" / name / f"{lesson}.ipynb").exists()} for name in STUDENTS}
+    out = tmp_path / "out"
+    said: list[str] = []
+    monkeypatch.setattr(node, "GraderPlugin", FailsForOneStudent)
+    results, not_graded = cluster.grade_on_cluster(students, local_workers=2, out_dir=out, show=said.append)
+    assert set(not_graded) == {FAILING_STUDENT} and set(results) == set(STUDENTS) - {FAILING_STUDENT}
+    assert "a simulated fault of the grader" in not_graded[FAILING_STUDENT]
+    assert any(line.startswith(f"NOT GRADED {FAILING_STUDENT}: ") for line in said), said
+    assert _written(out) == set(STUDENTS) - {FAILING_STUDENT}
+    assert FAILING_STUDENT not in (out / "grades.csv").read_text()
+    first = {name: (out / "students" / name / "results.json").stat().st_mtime_ns for name in _written(out)}
+    monkeypatch.undo()
+    run = run_cli("grade", reference / "class", "--out", out, "--cluster", "local:2")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "cluster: 1 student(s) graded" in run.stdout, run.stdout
+    assert {name: (out / "students" / name / "results.json").stat().st_mtime_ns for name in first} == first
+    assert (out / "grades.csv").read_bytes() == (reference / "jobs" / "grades.csv").read_bytes()
+
+
+def test_a_scheduler_that_cannot_be_reached_is_said_and_nothing_is_written(reference, tmp_path):
+    run = run_cli("grade", reference / "class", "--out", tmp_path / "out", "--scheduler", "tcp://127.0.0.1:9")
+    assert run.returncode == 2 and "nothing was graded: could not reach the cluster" in run.stderr, run.stderr[-2000:]
+    assert not (tmp_path / "out").exists()

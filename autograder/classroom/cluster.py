@@ -19,7 +19,8 @@ from autograder.report.results import sandbox_line, terminal_safe
 from autograder.run.errors import SandboxUnavailable
 
 ALLOWED_FAILURES = 3     # worker deaths while grading one student before the student is given up
-START_SECONDS = 300.0    # for the first worker of an existing cluster, and each node's setup
+CONNECT_SECONDS = 30.0   # to reach an existing cluster's scheduler
+START_SECONDS = 300.0    # for the first worker of an existing cluster
 IN_FLIGHT_PER_WORKER = 4 # tasks sent ahead of the results: the class's bytes never all in memory
 
 
@@ -80,7 +81,7 @@ class _connect:
         try:
             if self.scheduler is not None:
                 # TLS: the certificates come from Dask's configuration (distributed.comm.tls.*)
-                self.client = Client(self.scheduler, timeout=START_SECONDS)
+                self.client = Client(self.scheduler, timeout=CONNECT_SECONDS)
                 self.client.wait_for_workers(1, timeout=START_SECONDS)
                 return self.client
             with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
@@ -174,12 +175,15 @@ def _show_nodes(client, nodes: dict[str, dict], graded_on: dict[str, int], show)
     """Each node that graded (and any layer it lacks), and each node refused, with why."""
     from autograder.classroom.node import node_report
     try:   # workers that joined during the run (a dead one's replacement) reported since
-        nodes = {**nodes, **client.run(node_report)}
+        now = client.run(node_report)
     except Exception:
-        pass
+        now = nodes
     lines = [f"cluster: {sum(graded_on.values())} student(s) graded on {len(graded_on)} node(s)"]
-    for addr, report in sorted(nodes.items()):
+    for addr, report in sorted({**nodes, **now}.items()):
         host = report.get("host", "?")
+        if addr not in now:
+            lines.append(f"  LOST {addr} ({host}) during the run: a student it was grading was graded again "
+                         "on another node")
         if report.get("refused"):
             lines.append(f"  REFUSED {addr} ({host}): {report['refused']}")
         elif report.get("missing"):
