@@ -80,8 +80,8 @@ def test_a_local_cluster_writes_what_jobs_writes(reference, tmp_path):
     assert again.returncode == 0 and "cluster:" not in again.stdout, again.stdout
 
 
-def _start(cmd, marker, **kw):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), **{marker: "1"})
+def _start(cmd, marker, env=(), **kw):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{marker: "1"}, **dict(env))
     return subprocess.Popen([sys.executable, *map(str, cmd)], cwd=ROOT, env=env, **kw)
 
 
@@ -175,9 +175,9 @@ def test_a_killed_client_resumes_without_grading_anyone_twice(reference, tmp_pat
 
 
 def test_a_node_without_its_sandbox_is_refused_and_named(reference, tmp_path):
-    """Two nodes on one scheduler, one of them in a Docker-like process where bubblewrap cannot make
-    namespaces (tests/support/no_namespaces.py): every student is graded on the other, and the
-    summary names the refused node and the missing layer."""
+    """Three nodes on one scheduler: one as it should be, one in a Docker-like process where
+    bubblewrap cannot make namespaces (tests/support/no_namespaces.py), one with another course
+    secret: every student is graded on the first, and the summary names the others and why."""
     marker = f"AUTOGRADER_TEST_MARK_{uuid.uuid4().hex}"
     scheduler_file = tmp_path / "scheduler.json"
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
@@ -189,14 +189,18 @@ def test_a_node_without_its_sandbox_is_refused_and_named(reference, tmp_path):
         _wait(scheduler_file.exists, 60, "the scheduler")
         procs.append(_start(worker, marker, **quiet))
         procs.append(_start([NO_NAMESPACES, "--", sys.executable, *worker], marker, **quiet))
+        # a node given another course secret would grade on other hidden inputs
+        procs.append(_start(worker, marker, env={"AUTOGRADER_SECRET": uuid.uuid4().hex}, **quiet))
         address = json.loads(scheduler_file.read_text())["address"]
         assert address.startswith("tcp://127.0.0.1:")
-        _wait(lambda: _workers(address) == 2, 120, "two workers")
+        _wait(lambda: _workers(address) == 3, 120, "three workers")
         run = run_cli("grade", reference / "class", "--out", tmp_path / "out", "--scheduler", address)
         assert run.returncode == 0, run.stderr[-3000:]
         assert student_files(tmp_path / "out") == student_files(reference / "jobs")
-        refused = [line for line in run.stdout.splitlines() if "REFUSED" in line]
-        assert len(refused) == 1 and "MISSING namespaces" in refused[0], run.stdout
+        refused = sorted(line for line in run.stdout.splitlines() if "REFUSED" in line)
+        assert len(refused) == 2, run.stdout
+        assert "its course differs from the client's" in refused[0] + refused[1]
+        assert "MISSING namespaces" in refused[0] + refused[1]
         assert "4 student(s) graded on 1 node(s)" in run.stdout
     finally:
         for proc in procs:

@@ -25,14 +25,14 @@ PLUGIN = "autograder"
 _report: dict = {}                 # this worker's: what its sandbox holds, or why it cannot grade
 
 
-def course_identity() -> str:
-    """What decides a grade besides the submission: the check modules, the reference solutions and
-    the course secret (hashed: the secret itself never leaves the grader). A node whose course
-    differs from the client's would grade differently, silently: it is refused."""
+def course_identity(lessons) -> str:
+    """What decides a grade of `lessons` besides the submission: the check modules, their reference
+    solutions and the course secret (hashed: the secret itself never leaves the grader). A node
+    whose course differs from the client's would grade differently, silently: it is refused."""
     from autograder.course import CHECKS, COURSE
     from autograder.grading.plugin import course_secret
     h = hashlib.sha256()
-    for path in sorted(CHECKS.glob("test_*.py")) + [lesson.solution_path for lesson in COURSE.values()]:
+    for path in sorted(CHECKS.glob("test_*.py")) + [COURSE[lesson].solution_path for lesson in sorted(lessons)]:
         h.update(path.name.encode())
         try:
             h.update(path.read_bytes())
@@ -76,7 +76,7 @@ class GraderPlugin(WorkerPlugin):
         if nthreads != 1:
             report["refused"] = f"it runs {nthreads} threads per worker; start it with --nthreads 1"
             return report
-        if course_identity() != self.identity:
+        if course_identity(self.lessons) != self.identity:
             report["refused"] = ("its course differs from the client's (check modules, solutions/ or the course "
                                  "secret): give it the same commit and secret")
             return report
