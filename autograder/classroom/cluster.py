@@ -48,9 +48,11 @@ def grade_on_cluster(students: dict[str, dict[str, Path]], *, local_workers: int
     if todo:
         lessons = sorted({lesson for notebooks in todo.values() for lesson in notebooks})
         from autograder.classroom.node import GraderPlugin, course_identity
-        plugin = GraderPlugin(int(memory_limit * 1024 ** 3), lessons, course_identity(lessons),
-                              allow_missing=allow_missing_layers, allow_unsandboxed=allow_unsandboxed, mode=mode)
         with _connect(local_workers, scheduler) as client:
+            workers = len(client.scheduler_info().get("workers", {}))
+            plugin = GraderPlugin(int(memory_limit * 1024 ** 3), lessons, course_identity(lessons),
+                                  allow_missing=allow_missing_layers, allow_unsandboxed=allow_unsandboxed, mode=mode,
+                                  huge_pages=len(todo) >= 4 * max(1, workers))
             try:
                 nodes = _start_nodes(client, plugin, show)
                 graded_on = _grade(client, todo, students, time_limit, out_dir, results, not_graded, show,

@@ -49,13 +49,14 @@ class GraderPlugin(WorkerPlugin):
     name = PLUGIN
 
     def __init__(self, memory_bytes: int, lessons, identity: str, *, allow_missing: bool = False,
-                 allow_unsandboxed: bool = False, mode: str = "auto"):
+                 allow_unsandboxed: bool = False, mode: str = "auto", huge_pages: bool = False):
         self.memory_bytes = memory_bytes
         self.lessons = list(lessons)
         self.identity = identity
         self.allow_missing = allow_missing          # grade on a node that lacks a layer (named in the summary)
         self.allow_unsandboxed = allow_unsandboxed
         self.mode = mode                            # Sandbox's: "auto", or "direct" (no bubblewrap)
+        self.huge_pages = huge_pages                # many students per node: as grade_many decides it
 
     async def setup(self, worker):
         import asyncio
@@ -80,7 +81,8 @@ class GraderPlugin(WorkerPlugin):
             report["refused"] = ("its course differs from the client's (check modules, solutions/ or the course "
                                  "secret): give it the same commit and secret")
             return report
-        runner._job_init(self.memory_bytes, self.allow_unsandboxed, lessons=self.lessons, mode=self.mode)
+        runner._job_init(self.memory_bytes, self.allow_unsandboxed, lessons=self.lessons, mode=self.mode,
+                         huge_pages=self.huge_pages)
         if runner._init_error is not None:
             report["refused"] = f"its sandbox cannot start: {runner._init_error}"
             return report

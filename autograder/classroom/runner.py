@@ -31,17 +31,18 @@ PRELOAD_LESSONS = "AUTOGRADER_PRELOAD_LESSONS"    # the lessons of a class run, 
 
 
 def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None, lessons=(), main_pid=None,
-              mode="auto"):
+              mode="auto", huge_pages=False):
     """Set up one job: its sandbox, with the worker the main process started for it (one of
     `prelaunched`, (pid, control socket) pairs; `taken` counts the ones already adopted), and
     the grader's side of `lessons` (the lessons it will grade). torch is imported, here and in
     the worker, only when one of those lessons uses it. With `main_pid`, the job ends when that
-    process does (see _end_with). `mode`: Sandbox's (a cluster's test starts nodes without bubblewrap)."""
+    process does (see _end_with). `mode`: Sandbox's; `huge_pages`: see grade_many (a cluster's node)."""
     global _sandbox
     if main_pid is not None:
         _end_with(main_pid)
     from autograder.isolate.sandbox import Sandbox
-    extras = job_extras(lessons)
+    from autograder.isolate.worker import HUGE_PAGES
+    extras = job_extras(lessons) + ((HUGE_PAGES,) if huge_pages else ())
     _sandbox = Sandbox(memory_bytes=memory_bytes, allow_unsandboxed=allow_unsandboxed, extras=extras, mode=mode)
     # a job ends its worker (and reaps it) when it exits, not when the kernel notices
     import multiprocessing.util
