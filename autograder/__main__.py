@@ -1,4 +1,5 @@
-"""Command line: `python -m autograder grade PATH [--json FILE] [--jobs N]`, `release` and `gradescope`."""
+"""Command line: `python -m autograder grade PATH [--json FILE] [--jobs N | --cluster local:N | --scheduler ADDRESS]`,
+`release` and `gradescope`."""
 from __future__ import annotations
 
 import argparse
@@ -85,6 +86,8 @@ def cmd_grade(args) -> int:
     for w in warnings:
         print(terminal_safe(f"warning: {w}"), file=sys.stderr)
     started = time.monotonic()
+    if args.cluster or args.scheduler:
+        return grade_on_a_cluster(args, kind, students, started)
     from autograder.isolate.doctor import quick_probe
     probe = quick_probe()
     if not (probe["namespaces"] or probe["landlock"]) and not args.unsafe_no_sandbox:
@@ -109,6 +112,34 @@ def cmd_grade(args) -> int:
         write_json(Path(args.json), data)
     print(f"graded {len(results)} student(s) in {time.monotonic() - started:.1f} s")
     return 0
+
+
+def grade_on_a_cluster(args, kind, students, started) -> int:
+    """--cluster / --scheduler: each node checks its own sandbox (classroom/node.py), so this
+    machine's isolation is not probed: no student code runs here."""
+    from autograder.classroom.cluster import ClusterError, grade_on_cluster, parse_cluster
+    from autograder.run.errors import SandboxUnavailable
+    try:
+        local = parse_cluster(args.cluster) if args.cluster else None
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        results, not_graded = grade_on_cluster(
+            students, local_workers=local, scheduler=args.scheduler, time_limit=args.time_limit,
+            memory_limit=args.memory_limit, out_dir=Path(args.out) if args.out else None,
+            show=lambda text: print(terminal_safe(text)), progress=kind == "class",
+            allow_unsandboxed=args.unsafe_no_sandbox, allow_missing_layers=args.allow_missing_layers,
+            brief=args.brief, verbose=args.verbose)
+    except (ClusterError, SandboxUnavailable) as exc:
+        print(terminal_safe(f"error: nothing was graded: {exc}"), file=sys.stderr)
+        return USAGE_ERROR
+    if args.json:
+        from autograder.report.results import write_json
+        write_json(Path(args.json), results if kind == "class" else next(iter(results.values()), {}))
+    print(f"graded {len(results)} student(s) in {time.monotonic() - started:.1f} s"
+          + (f"; {len(not_graded)} NOT graded (listed above)" if not_graded else ""))
+    return 1 if not_graded else 0
 
 
 def cmd_doctor(args) -> int:
@@ -198,6 +229,15 @@ def main(argv=None) -> int:
                         "and what each sandbox layer holds")
     g.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade even where no isolation layer works (only for trusted submissions)")
+    where = g.add_mutually_exclusive_group()
+    where.add_argument("--cluster", metavar="local:N",
+                       help="grade on a Dask cluster of N worker processes on this machine (one sandbox each)")
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="grade on an existing Dask cluster (tcp://host:8786, or tls://host:8786 with the "
+                            "certificates in Dask's configuration); see INSTRUCTORS.md, 'Grading on a cluster'")
+    g.add_argument("--allow-missing-layers", action="store_true",
+                   help="with --cluster/--scheduler: grade also on nodes whose sandbox lacks a layer (they are "
+                        "named in the summary); by default such a node is refused")
     g.set_defaults(func=cmd_grade)
     d = sub.add_parser("doctor", help="show which isolation layers protect grading on this machine")
     d.set_defaults(func=cmd_doctor)
@@ -225,6 +265,9 @@ def main(argv=None) -> int:
         return USAGE_ERROR if exc.code else 0
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
         print("error: --jobs must be at least 1", file=sys.stderr)
+        return USAGE_ERROR
+    if getattr(args, "jobs", None) is not None and (args.cluster or args.scheduler):
+        print("error: --jobs is for this machine; a cluster grades one student per Dask worker", file=sys.stderr)
         return USAGE_ERROR
     return args.func(args)
 

@@ -31,6 +31,15 @@ def test_bad_option_is_a_usage_error():
     assert run_cli("grade", "lessons/", "--jobs", "0").returncode == 2
 
 
+def test_cluster_options_are_checked_before_any_cluster_starts():
+    for args, said in ((["--cluster", "local:0"], "--cluster takes local:N"),
+                       (["--cluster", "ssh:2"], "--cluster takes local:N"),
+                       (["--cluster", "local:2", "--jobs", "2"], "--jobs is for this machine"),
+                       (["--cluster", "local:2", "--scheduler", "tcp://127.0.0.1:1"], "not allowed with")):
+        run = run_cli("grade", "lessons/", *args)
+        assert run.returncode == 2 and said in run.stderr, (args, run.stderr[-500:])
+
+
 @pytest.mark.slow
 def test_single_notebook_with_json(tmp_path):
     out = tmp_path / "r.json"

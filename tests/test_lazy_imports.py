@@ -251,3 +251,47 @@ def test_grading_runs_the_cells_the_graded_code_needs_and_no_idle_demo(lesson):
     needed = [c.label for c in program.cells if c.kind in ("setup", "graded")]
     assert set(needed) <= set(box.ran)
     assert not idle & set(box.ran)
+
+
+# ------------------------------------------------------------------ Dask, for a cluster only
+
+CLUSTER_ONLY = ("dask", "distributed", "autograder.classroom.node", "autograder.classroom.cluster")
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """Modules a file imports when it is imported (its module body, not its functions' bodies)."""
+    import ast
+    found = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+            if isinstance(sub, ast.Import):
+                found |= {alias.name for alias in sub.names}
+            elif isinstance(sub, ast.ImportFrom) and sub.module:
+                found.add(sub.module)
+    return found
+
+
+def test_only_the_cluster_node_imports_dask_when_imported():
+    """dask and distributed cost ~1 s to import: only classroom/node.py imports them at its top, and
+    nothing imports node.py or cluster.py at its top (the command line does it for --cluster)."""
+    package = ROOT / "autograder"
+    for path in sorted(package.rglob("*.py")):
+        name = path.relative_to(package).as_posix()
+        eager = {m for m in _top_level_imports(path) if m.split(".")[0] in ("dask", "distributed")
+                 or m in CLUSTER_ONLY}
+        assert eager == ({"distributed"} if name == "classroom/node.py" else set()), (name, eager)
+
+
+def test_grading_without_a_cluster_never_imports_dask(tmp_path):
+    """What a student (or a --jobs class run) pays: Python's own import log of a whole grade."""
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "autograder", "grade",
+                          str(COURSE["01_scaled_dot_product_attention"].solution_path)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")]
+    assert "autograder.pipeline" in imported                    # the log is the grader's
+    assert not [m for m in imported if m.split(".")[0] in ("dask", "distributed")], \
+        [m for m in imported if m.split(".")[0] in ("dask", "distributed")][:5]

@@ -31,18 +31,20 @@ _grader_loaded = False
 PRELOAD_LESSONS = "AUTOGRADER_PRELOAD_LESSONS"    # the lessons of a class run, for its fork server
 
 
-def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None, lessons=(), main_pid=None):
+def _job_init(memory_bytes, allow_unsandboxed=False, prelaunched=(), taken=None, lessons=(), main_pid=None,
+              mode="auto", huge_pages=False):
     """Set up one job: its sandbox, with the worker the main process started for it (one of
     `prelaunched`, (pid, control socket) pairs; `taken` counts the ones already adopted), and
     the grader's side of `lessons` (the lessons it will grade). torch is imported, here and in
     the worker, only when one of those lessons uses it. With `main_pid`, the job ends when that
-    process does (see _end_with)."""
+    process does (see _end_with). `mode`: Sandbox's; `huge_pages`: see grade_many (a cluster's node)."""
     global _sandbox
     if main_pid is not None:
         _end_with(main_pid)
     from autograder.isolate.sandbox import Sandbox
-    extras = job_extras(lessons)
-    _sandbox = Sandbox(memory_bytes=memory_bytes, allow_unsandboxed=allow_unsandboxed, extras=extras)
+    from autograder.isolate.worker import HUGE_PAGES
+    extras = job_extras(lessons) + ((HUGE_PAGES,) if huge_pages else ())
+    _sandbox = Sandbox(memory_bytes=memory_bytes, allow_unsandboxed=allow_unsandboxed, extras=extras, mode=mode)
     # a job ends its worker (and reaps it) when it exits, not when the kernel notices
     import multiprocessing.util
     multiprocessing.util.Finalize(_sandbox, _sandbox.close, exitpriority=10)
@@ -160,15 +162,7 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
                progress: bool = False, allow_unsandboxed: bool = False, brief: bool = False,
                verbose: bool = False) -> dict[str, dict]:
     memory_bytes = int(memory_limit * 1024 ** 3)
-    results: dict[str, dict] = {}
-    todo = {}
-    for student, notebooks in students.items():
-        if out_dir is not None:
-            done = _previous(student_folder(out_dir, student), fingerprint(notebooks))
-            if done is not None:
-                results[student] = done
-                continue
-        todo[student] = notebooks
+    results, todo = pending(students, out_dir)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
     lessons = sorted({lesson for notebooks in todo.values() for lesson in notebooks})
 
@@ -182,15 +176,12 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
             show(sandbox_line(sandbox_layers, verbose))
         results[student] = result
         if out_dir is not None:
-            folder = student_folder(out_dir, student)
-            write_results(folder / "results.json", result)
-            write_atomic(folder / "feedback.md", terminal_safe(feedback_markdown(student, result)))
-            write_atomic(folder / "fingerprint", fingerprint(students[student]) + "\n")
+            write_student(out_dir, student, result, students[student])
 
     if jobs == 1:
         _job_init(memory_bytes, allow_unsandboxed, lessons=lessons)
         try:
-            for student, notebooks in _progress(todo.items(), progress, len(todo)):
+            for student, notebooks in progress_bar(todo.items(), progress, len(todo)):
                 finish(*_grade_one(student, {k: str(v) for k, v in notebooks.items()}, time_limit))
         finally:
             _sandbox.close()
@@ -225,10 +216,10 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
                                                taken, lessons, os.getpid())) as pool:
                 futures = [pool.submit(_grade_one, s, {k: str(v) for k, v in nbs.items()}, time_limit)
                            for s, nbs in todo.items()]
-                for future in _progress(as_completed(futures), progress, len(futures)):
+                for future in progress_bar(as_completed(futures), progress, len(futures)):
                     finish(*future.result())
                 if out_dir is not None:   # drawn while the jobs and their workers end (~1 s each)
-                    class_files = threading.Thread(target=_write_class_files, name="class-report",
+                    class_files = threading.Thread(target=write_class_files, name="class-report",
                                                    args=(out_dir, {s: results[s] for s in students}, show,
                                                          class_files_failed))
                     class_files.start()
@@ -247,17 +238,43 @@ def grade_many(students: dict[str, dict[str, Path]], *, jobs: int | None = None,
         if class_files_failed:
             raise class_files_failed[0]
     elif out_dir is not None:
-        _write_class_files(out_dir, ordered, show)
+        write_class_files(out_dir, ordered, show)
+    show_grades(ordered, show, progress, brief, verbose)
+    return ordered
+
+
+def pending(students: dict[str, dict[str, Path]], out_dir: Path | None) -> tuple[dict[str, dict], dict]:
+    """(the results a previous run of `out_dir` wrote for these very files, the students still to grade)."""
+    results: dict[str, dict] = {}
+    todo = {}
+    for student, notebooks in students.items():
+        if out_dir is not None:
+            done = _previous(student_folder(out_dir, student), fingerprint(notebooks))
+            if done is not None:
+                results[student] = done
+                continue
+        todo[student] = notebooks
+    return results, todo
+
+
+def write_student(out_dir: Path, student: str, result: dict, notebooks: dict[str, Path]) -> None:
+    """One student's files, the fingerprint last: a run killed before it regrades the student."""
+    folder = student_folder(out_dir, student)
+    write_results(folder / "results.json", result)
+    write_atomic(folder / "feedback.md", terminal_safe(feedback_markdown(student, result)))
+    write_atomic(folder / "fingerprint", fingerprint(notebooks) + "\n")
+
+
+def show_grades(ordered: dict[str, dict], show, progress: bool, brief: bool, verbose: bool) -> None:
     if progress:
         for student, result in ordered.items():
             show(f"{student:<24} {result['score']:g}/{result['max_score']:g}")
     else:
         for student, result in ordered.items():
             show(summary(result, title=f"{student}", detail=not brief, verbose=verbose))
-    return ordered
 
 
-def _write_class_files(out_dir: Path, ordered: dict[str, dict], show, failed: list | None = None) -> None:
+def write_class_files(out_dir: Path, ordered: dict[str, dict], show, failed: list | None = None) -> None:
     """grades.csv, then the class report. In a thread (`failed` given), what the grades.csv write
     raises is kept in `failed` for the caller to raise: a thread's exception would only be printed,
     and the run would end with status 0 and no grades.csv."""
@@ -301,7 +318,7 @@ def _stop_helpers() -> None:
                 pass
 
 
-def _progress(iterable, enabled: bool, total: int):
+def progress_bar(iterable, enabled: bool, total: int):
     if not enabled:
         return iterable
     from tqdm import tqdm
