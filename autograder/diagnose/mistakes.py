@@ -500,8 +500,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "Each set's share of the union is its part of the softmax denominator: exp(lse_i) / (exp(lse1) + "
         "exp(lse2)) = exp(lse_i - lse). Weights proportional to lse itself are not shares at all, and "
         "exp(lse_i) without a shared maximum overflows (inf / inf = NaN) for large lse.",
-        "Compute `lse = np.logaddexp(lse1, lse2)` first, then weight with `np.exp(lse1 - lse)` and "
-        "`np.exp(lse2 - lse)` (both at most 1), guarding lse = -inf when both sets are empty.",
+        "Take the union's log-sum-exp first, with `np.logaddexp`, then weight each output by `np.exp(lse_i - "
+        "lse)` (at most 1), guarding lse = -inf when both sets are empty.",
         "the output equals the partial outputs weighted by lse, or by exp(lse) with no maximum subtracted"),
 ]}
 
