@@ -41,6 +41,9 @@ def combine_mutants(reference, parts, which):
                         "lse2 / (lse1 + lse2)", weights="lse"),
              Variant.of("combine-linear-weights", "the outputs are weighted by exp(lse1) and exp(lse2) with no "
                         "shared maximum subtracted", weights="exp")]
+    lse = np.concatenate([np.ravel(parts[1]), np.ravel(parts[3])])
+    if not (np.abs(lse[np.isfinite(lse)]) > 700).any():   # exp(lse) is then finite, and those weights are right
+        found.pop()   # (with empty sets they would look like the NaN of lse-unstable)
     return Fingerprints(lambda **kw: fingerprints.combine(reference.combine_attention, *parts, which=which, **kw),
                         found, depth=2)
 
@@ -115,10 +118,10 @@ def flash_mutants(reference, q, k, v, causal, block_size, which):
                                 "(aligned at the first key) instead of j <= i + Lk - Lq", top_left=True))
     if causal and lq > lk:
         found.append(Variant.of("lse-unstable", "the queries with no key come out NaN", lse="nan-empty"))
-    if lk % block_size:
+    if lk % block_size and lk > block_size:      # (with no full block, every key would be dropped)
         found.append(Variant.of("last-block-dropped", f"the last {lk % block_size} of the {lk} keys (past the "
                                 f"last full block of {block_size}) are ignored", drop_keys=True))
-    if lq % block_size:
+    if lq % block_size and lq > block_size:
         found.append(Variant.of("last-block-dropped", f"the last {lq % block_size} of the {lq} queries (past the "
                                 f"last full block of {block_size}) get no output", drop_queries=True))
     return Fingerprints(lambda **kw: fingerprints.flash(reference.flash_attention, q, k, v, causal, block_size,
