@@ -42,6 +42,8 @@ COURSE: dict[str, Lesson] = {lesson.id: lesson for lesson in [
            ("repeat_kv", "CausalSelfAttention")),
     Lesson("09_generating_text", "Generating text: RoPE, sampling and the decoding loop",
            ("apply_rope", "next_token_probs", "generate")),
+    Lesson("10_flash_attention", "FlashAttention from scratch: exact attention in tiles",
+           ("combine_attention", "flash_attention")),
 ]}
 
 

@@ -1,4 +1,4 @@
-"""Answers that do nothing: for every exercise of lessons 01-08, stand-ins whose output is constant,
+"""Answers that do nothing: for every exercise of lessons 01-08 and 10, stand-ins whose output is constant,
 all zero, all False, empty, or independent of the input (and modules that return their input or a
 bias). Each must score exactly 0 (issue 23: "doing nothing earns nothing").
 
@@ -313,6 +313,30 @@ _CSA = {
         """),
 }
 
+# ------------------------------------------------------------------------------ lesson 10 (NumPy)
+
+_COMBINE = {
+    "zeros": "def combine_attention(out1, lse1, out2, lse2):\n    return np.zeros_like(out1), np.zeros_like(lse1)\n",
+    "constant": "def combine_attention(out1, lse1, out2, lse2):\n    return np.full(np.shape(out1), 0.5), np.ones(np.shape(lse1))\n",
+    "first-set": "def combine_attention(out1, lse1, out2, lse2):\n    return np.array(out1), np.array(lse1)\n",
+}
+
+_FLASH = {
+    "zeros": _src("""
+        def flash_attention(q, k, v, causal=False, block_size=64):
+            return np.zeros(q.shape[:-1] + (v.shape[-1],)), np.zeros(q.shape[:-1])
+        """),
+    "constant": _src("""
+        def flash_attention(q, k, v, causal=False, block_size=64):
+            return np.full(q.shape[:-1] + (v.shape[-1],), 0.5), np.full(q.shape[:-1], 1.0)
+        """),
+    "mean-of-values": _src("""
+        def flash_attention(q, k, v, causal=False, block_size=64):
+            out = np.broadcast_to(v.mean(axis=-2, keepdims=True), q.shape[:-1] + (v.shape[-1],)).copy()
+            return out, np.full(q.shape[:-1], np.log(k.shape[-2]))
+        """),
+}
+
 STANDINS: dict[str, dict[str, dict[str, str]]] = {
     "01_scaled_dot_product_attention": {"softmax": _SOFTMAX, "scaled_dot_product_attention": _ATTENTION},
     "02_masking": {"causal_mask": _CAUSAL, "padding_mask": _PADDING, "scaled_dot_product_attention": _ATTENTION},
@@ -322,6 +346,7 @@ STANDINS: dict[str, dict[str, dict[str, str]]] = {
     "06_debugging_projection_reuse": {"test_projections": _TEST_PROJECTIONS, "FixedMultiHeadAttention": _FIXED},
     "07_transformer_block": {"positional_encoding": _PE, "TransformerBlock": _BLOCK},
     "08_fast_attention": {"repeat_kv": _REPEAT, "CausalSelfAttention": _CSA},
+    "10_flash_attention": {"combine_attention": _COMBINE, "flash_attention": _FLASH},
 }
 
 

@@ -12,7 +12,7 @@ from autograder.classroom import accuracy
 from autograder.diagnose import root_cause
 from autograder.diagnose.mistakes import CATALOGUE, LESSON_FIX
 
-NUMPY_LESSONS = ("01", "02", "04")
+NUMPY_LESSONS = ("01", "02", "04", "10")
 TORCH_LESSONS = ("03", "05", "06", "07", "08")
 
 

@@ -49,6 +49,8 @@ MISTAKES = [
      "return x.repeat(1, n_rep, 1, 1)", "kv-repeat-order"),
     ("09_generating_text", "next_token_probs", "before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs",
      "before = torch.cumsum(sorted_probs, dim=-1)", "top-p-drops-threshold-token"),
+    ("10_flash_attention", "combine_attention", "np.logaddexp(lse1, lse2)", "np.log(np.exp(lse1) + np.exp(lse2))",
+     "lse-unstable"),
 ]
 
 

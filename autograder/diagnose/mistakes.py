@@ -435,6 +435,74 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "Note `model.training` before switching to eval mode, and hand the same value back to `model.train(...)` "
         "at the end (in a `finally:` block, so an exception does not skip it).",
         "the course model, called after generate returns, answers as a model in the other mode"),
+    # lesson 10: FlashAttention (NumPy)
+    Mistake(
+        "running-sum-not-rescaled", "The running sum is not rescaled when the maximum rises",
+        "The running sum l holds exp(score - m) for the keys seen so far, relative to the running maximum m. "
+        "When a block raises the maximum, the old terms must be brought to the new one: multiplied by "
+        "exp(m_old - m_new). Without it the old terms keep their larger scale, the sum is too large, and "
+        "the output (acc / l) too small.",
+        "Before adding a block, rescale: `alpha = np.exp(m - m_new)`, then `l = l * alpha + p.sum(axis=-1)` "
+        "(and the same alpha for the running output), or merge each block with your `combine_attention`.",
+        "the output equals the reference's tiles merged with the running sum never rescaled"),
+    Mistake(
+        "accumulator-not-rescaled", "The running output is not rescaled when the maximum rises",
+        "The running output acc holds sum(exp(score - m) * v) relative to the running maximum m. When a "
+        "block raises the maximum, the old part must be multiplied by exp(m_old - m_new) like the sum; "
+        "without it the keys of earlier blocks weigh too much.",
+        "Rescale before adding: `acc = acc * alpha[..., None] + p @ v_block` with `alpha = np.exp(m - m_new)`, "
+        "the same alpha as for the running sum.",
+        "the output equals the reference's tiles merged with the running output never rescaled"),
+    Mistake(
+        "normalised-per-block", "Each block is normalised on its own",
+        "A softmax taken within each block of keys makes each block's weights sum to 1, so adding (or "
+        "averaging) the blocks' outputs does not give attention over all the keys: a block of poor matches "
+        "weighs as much as a block of good ones. The blocks must be weighted by their share of the whole "
+        "denominator, exp(lse_block - lse).",
+        "Merge each block's (output, lse) into the running one with `combine_attention`, or keep the "
+        "unnormalised running sum and output and divide once at the end.",
+        "the output equals the sum or the mean of the reference's tile outputs"),
+    Mistake(
+        "lse-unstable", "The log-sum-exp overflows or loses the empty set",
+        "log(sum(exp(x))) computed as written overflows to inf once a score (or an lse) is above ~709, and "
+        "gives -inf below ~-745. Taking the maximum out first fixes that, but an empty set (every score "
+        "-inf) then computes -inf - (-inf) = NaN unless it is guarded.",
+        "Use `np.logaddexp(lse1, lse2)` (or m + log(sum(exp(x - m))) with m the maximum), and replace an "
+        "infinite maximum by 0 before subtracting it: `np.where(np.isfinite(m), m, 0.0)`.",
+        "the lse is infinite where the reference is finite, or NaN where a row has no key"),
+    Mistake(
+        "causal-top-left", "The causal mask is aligned at the first key",
+        "With fewer queries than keys (decoding with a cache), the last query is the newest token and sees "
+        "every key: query i may attend key j when j <= i + Lk - Lq. Comparing j <= i (np.tril's alignment) "
+        "hides the last Lk - Lq keys from every query.",
+        "Shift the diagonal: `allowed = key_positions <= query_positions[:, None] + (Lk - Lq)`, with the "
+        "positions of the tile's keys and queries (`np.arange(j0, j1)` and `np.arange(i0, i1)`).",
+        "the output equals causal attention with the mask aligned at the first key"),
+    Mistake(
+        "last-block-dropped", "The last, shorter block is dropped",
+        "When a length is not a multiple of block_size, the last block is shorter, not absent. Looping "
+        "`range(L // block_size)` times ignores the keys (or queries) after the last full block.",
+        "Loop `for j0 in range(0, Lk, block_size)` and end the block at `min(j0 + block_size, Lk)` (slicing "
+        "`k[..., j0:j0 + block_size, :]` stops at the end by itself); the same for the queries.",
+        "the output equals the reference with the keys after the last full block removed, or with the "
+        "queries after it left zero"),
+    Mistake(
+        "materialises-scores", "The full (Lq, Lk) array is built",
+        "The point of FlashAttention is that the (Lq, Lk) scores and weights never exist at once: only one "
+        "tile of them does. An implementation that builds them (or any (Lq, Lk) float array) needs memory "
+        "that grows with Lq * Lk, and fails under the grader's memory limit, which one such array exceeds.",
+        "Compute the scores one block of keys at a time (`q_block @ np.swapaxes(k[..., j0:j1, :], -1, -2)`) "
+        "and merge each block into the running result; never index or mask with a full (Lq, Lk) array.",
+        "under a memory limit that one (Lq, Lk) float64 array exceeds, an allocation of that shape is "
+        "refused (in the self-check: tracemalloc's peak is at least one such array)"),
+    Mistake(
+        "combine-linear-weights", "Partial outputs weighted by their lse, not by exp(lse - lse_total)",
+        "Each set's share of the union is its part of the softmax denominator: exp(lse_i) / (exp(lse1) + "
+        "exp(lse2)) = exp(lse_i - lse). Weights proportional to lse itself are not shares at all, and "
+        "exp(lse_i) without a shared maximum overflows (inf / inf = NaN) for large lse.",
+        "Take the union's log-sum-exp first, with `np.logaddexp`, then weight each output by `np.exp(lse_i - "
+        "lse)` (at most 1), guarding lse = -inf when both sets are empty.",
+        "the output equals the partial outputs weighted by lse, or by exp(lse) with no maximum subtracted"),
 ]}
 
 

@@ -168,7 +168,8 @@ def where_different(got: np.ndarray, expected: np.ndarray, rtol: float, atol: fl
     if bad_inf.any():
         idx = tuple(int(i) for i in np.argwhere(bad_inf)[0])
         return f"{int(bad_inf.sum())} {'value is' if bad_inf.sum() == 1 else 'values are'} infinite (first at index {idx}, expected {_fmt(exp64[idx])})"
-    err = np.abs(np.nan_to_num(got64 - exp64, nan=np.inf))
+    with np.errstate(invalid="ignore"):   # equal infinities (an lse of -inf where it should be) differ by 0, not NaN
+        err = np.abs(np.nan_to_num(np.where(got64 == exp64, 0.0, got64 - exp64), nan=np.inf))
     idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape)) if err.size else ()
     n_bad = int((err > atol + rtol * np.abs(np.nan_to_num(exp64))).sum())
     return (f"{n_bad} of {got.size} values {'differs' if n_bad == 1 else 'differ'}; the largest error is {_fmt(err[idx])} at index {idx} "

@@ -183,6 +183,35 @@ class StudentFunction:
             raise
 
 
+    def within_memory(self, *args, memory_bytes: int, timeout: float = 10.0) -> dict:
+        """One call under a memory limit. In the sandbox: in a process of its own whose address space
+        the kernel limits to what it maps just before the call plus `memory_bytes`
+        (Submission.limited_call): {"result", "peak", "enforced": True}, or {"refused": NumPy's or
+        the kernel's message, "enforced": True} when an allocation was refused. In a notebook's own
+        kernel (the self-check) nothing can limit the student's process: a plain call whose peak
+        tracemalloc measures, {"result", "peak", "enforced": False}. "peak" is tracemalloc's figure
+        (bytes) from the student's process: it may describe a failure, never decide a pass."""
+        limited = getattr(self._submission, "limited_call", None)
+        try:
+            if limited is None:
+                reply = self._submission.request("traced_call", target=["name", self._name], args=_unwrap(list(args)))
+                return {"result": _wrap(self._submission, reply["result"]), "peak": reply.get("peak"), "enforced": False}
+            try:
+                reply = limited(["name", self._name], _unwrap(list(args)), memory_bytes, timeout)
+            except SubmissionFault as fault:
+                if fault.kind != "memory":
+                    raise
+                return {"refused": str(fault), "enforced": True}
+            return {"result": _wrap(self._submission, reply["result"]), "peak": reply.get("peak"), "enforced": True}
+        except StudentError as err:
+            if err.type == "NameError" and f"'{self._name}'" in err.message:
+                why = self._submission.why_missing(self._name)
+                raise ExerciseUnavailable(why or f"{self._name} is not defined in your notebook") from None
+            if limited is not None and err.type in ("MemoryError", "_ArrayMemoryError"):   # NumPy's own kind
+                return {"refused": f"{err.type}: {err.message}", "enforced": True}
+            raise
+
+
 class RemoteObject:
     """A student's object (usually an nn.Module) living in the worker."""
 

@@ -1,7 +1,7 @@
 """Isolate: the process table, read from /proc: who is whose child, and signalling a whole tree.
 
 Used inside the sandbox by the worker (worker.py: ending a child and everything it started, and
-acting as a child's uid) and outside by the grader (launch.py: ending a worker). Runs in the sandbox, so it imports nothing
+acting as a child's uid, lowering a child's memory limit) and outside by the grader (launch.py: ending a worker). Runs in the sandbox, so it imports nothing
 but the standard library.
 """
 from __future__ import annotations
@@ -144,3 +144,45 @@ def _kill_as_users(uids) -> None:
     signals them all under one lock, and a fork that has not finished by then fails)."""
     for uid in uids:
         _as_user(uid, lambda: os.kill(-1, signal.SIGKILL))
+
+
+def _lower_limit(pid: int, value: int, uid: int | None) -> None:
+    """prlimit(pid, RLIMIT_AS) to (value, value), never above the hard limit it has. Reading or lowering
+    another process's limit takes its uids (the worker has no CAP_SYS_RESOURCE in bubblewrap): a child
+    with a uid of its own is limited from a short-lived process of that uid, as _as_user does."""
+    import resource
+
+    def lower():
+        _soft, hard = resource.prlimit(pid, resource.RLIMIT_AS)
+        lowest = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.prlimit(pid, resource.RLIMIT_AS, (lowest, lowest))
+    if uid is None:
+        lower()
+        return
+    done, said = os.pipe()       # the worker reaps its children itself: the helper's word, not its status
+    if os.fork() == 0:
+        try:
+            os.close(done)
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            lower()
+            os.write(said, b"1")
+        finally:
+            os._exit(0)
+    os.close(said)
+    try:
+        ok = os.read(done, 1) == b"1"     # b"" once the helper is gone without a word
+    finally:
+        os.close(done)
+    if not ok:
+        raise PermissionError(f"the limit of child {pid} could not be lowered as uid {uid}")
+
+
+def lower_memory_limit(pid: int, extra_bytes: int, uid: int | None) -> dict:
+    """Limit process `pid`'s address space to what it maps now plus `extra_bytes` (uid: its own uid,
+    or None where it shares the worker's): {"limited", "mapped"} in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        mapped = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    _lower_limit(pid, mapped + extra_bytes, uid)
+    return {"limited": mapped + extra_bytes, "mapped": mapped}

@@ -92,6 +92,10 @@ class Child:
                                             + str(error.get("message", ""))[:200])
         raise StudentError(error)
 
+    def limit_memory(self, extra_bytes: int) -> None:
+        """Have the worker limit this child's address space to what it maps now plus `extra_bytes`."""
+        self.sandbox.limit_memory(self.pid, extra_bytes)
+
     def close(self) -> None:
         """End the child and everything it started; returns once the worker has stopped and killed
         all of it (none of it runs again; the kernel takes it apart in the following milliseconds,
@@ -323,6 +327,12 @@ class Sandbox:
                   "--unsafe-no-sandbox if every submission is trusted.")
         self.spawned += 1
         return Child(self, int(reply["pid"]), ours, self.layers)
+
+    def limit_memory(self, pid: int, extra_bytes: int) -> None:
+        """The worker lowers child `pid`'s address-space limit (Zygote.limit_memory)."""
+        reply = self._ask({"op": "limit", "pid": int(pid), "memory_bytes": int(extra_bytes)})
+        if "limited" not in reply:
+            raise SandboxBroken(f"the worker could not limit a child's memory: {reply.get('error')}")
 
     def end(self, pid: int) -> None:
         """Kill a child and all it started. The worker answers once all of it is stopped and killed,

@@ -173,15 +173,10 @@ class Submission:
             if exercise is not None:
                 self._remaining[exercise] = budget - spent
 
-    def fresh_call(self, target, args, seconds: float) -> dict:
-        """Call `target` in a child of its own, spawned for this call alone: the student's
-        definitions (definition_cells, up to the exercise's checkpoint) run in it first, then the call, then
-        it is ended with everything it started. It shares no memory, no scratch folder and no
-        process with the notebook's child or with another fresh call (lesson 06 runs the student's
-        test on each class this way), and it can leave nothing behind for the next one: it starts
-        no process or thread (the pid counter), makes no file (the inode counter), and its uid and
-        scratch folder's name are drawn at random (isolate/confine.py, worker.py). Other cells run only when they define a name the graded
-        code uses (see definition_cells). {"outcome": "returned"} or {"outcome": "raised", "error"}."""
+    def _fresh_child(self):
+        """A child spawned for one call alone, in which the student's definitions (definition_cells,
+        up to the exercise's checkpoint) have run; the caller ends it. Raises SubmissionFault when the
+        time budget runs out on the way."""
         upto = self.program.checkpoints.get(self.exercise, len(self.program.cells))
         if upto not in self._definitions:   # the same for each of lesson 06's ten subjects
             self._definitions[upto] = definition_cells(self.program.cells[:upto])
@@ -202,6 +197,23 @@ class Submission:
                     pass                        # as in the notebook's run: the next cells still run
                 finally:
                     self.budget.spend(time.monotonic() - started)
+        except BaseException:
+            child.close()
+            raise
+        return child
+
+    def fresh_call(self, target, args, seconds: float) -> dict:
+        """Call `target` in a child of its own, spawned for this call alone: the student's
+        definitions (definition_cells, up to the exercise's checkpoint) run in it first, then the call, then
+        it is ended with everything it started. It shares no memory, no scratch folder and no
+        process with the notebook's child or with another fresh call (lesson 06 runs the student's
+        test on each class this way), and it can leave nothing behind for the next one: it starts
+        no process or thread (the pid counter), makes no file (the inode counter), and its uid and
+        scratch folder's name are drawn at random (isolate/confine.py, worker.py). Other cells run only when they define a name the graded
+        code uses (see definition_cells). {"outcome": "returned"} or {"outcome": "raised", "error"}."""
+        child = None
+        try:
+            child = self._fresh_child()
             started = time.monotonic()
             try:
                 child.request("call", self._allowance(seconds), target=target, args=args)
@@ -215,6 +227,23 @@ class Submission:
             return {"outcome": "raised", "error": {"type": "TimeoutError" if fault.kind == "timeout" else "ProcessError",
                                                    "message": f"the call did not finish: {fault}", "traceback": ""}}
         finally:
+            if child is not None:
+                child.close()
+
+    def limited_call(self, target, args, memory_bytes: int, seconds: float) -> dict:
+        """Call `target` once under a memory limit the kernel enforces: in a fresh child (as
+        fresh_call) whose address space its worker limits, from outside and once the student's
+        definitions have run, to what it maps just then plus `memory_bytes` (Zygote.limit_memory;
+        the child starts no thread to act in between). Returns {"result", "peak"} (the peak as
+        tracemalloc saw it in the child: a description, never a verdict); raises StudentError for
+        the student's exception and SubmissionFault("memory") when an allocation was refused."""
+        child = self._fresh_child()
+        started = time.monotonic()
+        try:
+            child.limit_memory(memory_bytes)
+            return child.request("traced_call", self._allowance(seconds), target=target, args=args)
+        finally:
+            self.budget.spend(time.monotonic() - started)
             child.close()
 
     def source_digest(self) -> str:

@@ -13,6 +13,9 @@ torch), then answers the grader on its control socket:
                                          folder once all of it is seen gone (Zygote.sweep)
   {"op": "load", "extras": [...]}     -> imports (and warms up) more of EXTRAS, for the children
                                          forked after it; replies {"loaded": [...], "seconds"}
+  {"op": "limit", "pid": N, "memory_bytes": M}
+                                      -> lowers that child's address-space limit to what it maps now
+                                         plus M (Zygote.limit_memory); replies {"limited", "mapped"}
 
 The worker never runs student code; the children do. It is a subreaper (and, in a pid
 namespace, pid 1), so every process a child starts stays in its tree and can be found and killed.
@@ -31,7 +34,7 @@ import sys
 import time
 
 from autograder.isolate.processes import (_as_user, _can_change_user, _cannot_run_again, _kill_as_users,
-                                          _processes, _signal_all, _tree, _yield_cpu)
+                                          _processes, _signal_all, _tree, _yield_cpu, lower_memory_limit)
 
 PR_SET_CHILD_SUBREAPER = 36
 SWEEP_EVERY = 0.001      # seconds between passes while an ended child is not yet gone
@@ -195,6 +198,16 @@ class Zygote:
         self.sweep()
         return {"ended": True}
 
+    def limit_memory(self, pid: int, extra_bytes: int, owner: int = 0) -> dict:
+        """Lower a live child's address-space limit (RLIMIT_AS), soft and hard, to what it maps now plus
+        `extra_bytes` (Submission.limited_call: after the student's definitions ran, before the one
+        call it limits). Set from here, not by the child, so no code of the student's can skip it,
+        and without a capability the child cannot raise it again."""
+        info = self.children.get(pid)
+        if info is None or info["owner"] != owner:
+            return {"error": "not a live child of this job"}
+        return lower_memory_limit(pid, extra_bytes, info["uid"])
+
     def sweep(self) -> None:
         """One pass over the process table: every process of a dying child's tree or uid, and every
         stray (re-parented to the worker, not a live child's), is stopped (a stopped process cannot
@@ -273,6 +286,8 @@ class Zygote:
                 reply = self.spawn(request, fds[0], owner)
             elif request.get("op") == "end":
                 reply = self.end(int(request["pid"]), owner)
+            elif request.get("op") == "limit":
+                reply = self.limit_memory(int(request["pid"]), int(request["memory_bytes"]), owner)
             elif request.get("op") == "load":
                 started = time.monotonic()
                 reply = {"loaded": load_extras(request.get("extras") or ()),

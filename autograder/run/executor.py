@@ -209,6 +209,30 @@ class Executor:
         except BaseException as exc:  # noqa: B902
             return {"outcome": "raised", "error": describe_error(exc)}
 
+    def op_traced_call(self, target, args=(), kwargs=None):
+        """A call whose peak allocation tracemalloc measures: {"result", "peak"} (bytes NumPy and
+        Python allocated beyond what they held before the call). In grading, the process runs it
+        under an address-space limit its worker set from outside (Submission.limited_call): the
+        peak, a figure from the student's own process, only describes; the limit is what holds."""
+        import tracemalloc
+        fn = self._target(target)
+        args = [read_only(a, self.shared) for a in args]
+        kwargs = {k: read_only(v, self.shared) for k, v in (kwargs or {}).items()}
+        seed_everything()
+        tracing = tracemalloc.is_tracing()     # a student's own tracemalloc session is left running
+        if tracing:
+            tracemalloc.reset_peak()
+        else:
+            tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            result = fn(*args, **kwargs)
+            peak = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            if not tracing:
+                tracemalloc.stop()
+        return {"result": result, "peak": int(peak)}
+
     def op_signature(self, target):
         try:
             return str(inspect.signature(self._target(target)))

@@ -17,6 +17,7 @@ attention.py   lessons 01, 02, 04 (NumPy): np_softmax, np_attention, causal, pad
 modules.py     lessons 03, 05, 06: torch_head, torch_mha, torch_fixed, split_heads, merge_heads
 decoder.py     lessons 07-08: positional, torch_block, repeat_heads, causal_step, causal_chunks
 generation.py  lesson 09: rope, sample_probs, decode_tokens, decode_logits, model_logits
+flash.py       lesson 10: combine, flash
 """
 from autograder.diagnose.fingerprints.attention import (causal, np_attention, np_softmax, padding,  # noqa: F401
                                                         worked_example)
@@ -26,3 +27,4 @@ from autograder.diagnose.fingerprints.generation import (decode_logits, decode_t
                                                          sample_probs)
 from autograder.diagnose.fingerprints.modules import (merge_heads, split_heads, torch_fixed, torch_head,  # noqa: F401
                                                       torch_mha)
+from autograder.diagnose.fingerprints.flash import combine, flash  # noqa: F401

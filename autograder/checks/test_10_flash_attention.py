@@ -1,0 +1,232 @@
+"""Checks for lesson 10: combine_attention and flash_attention (NumPy).
+
+Every answer is compared, output and lse, with the reference (float64, within 1e-10). The memory check
+calls flash_attention once on about 2,000 queries and 6,000 keys under a memory limit: in the sandbox a
+process of its own whose address space the kernel limits (Student.within_memory), which one (Lq, Lk)
+float64 array exceeds; in a notebook's own kernel (the self-check) tracemalloc's peak stands in for it,
+and the self-check says so.
+"""
+import re
+
+import numpy as np
+
+from autograder.diagnose import fingerprints
+from autograder.grading.checking import Fingerprints, Mismatch, Variant, all_of, describe_shape, exercise, expect_array
+
+LESSON = "10_flash_attention"
+
+TOL = (1e-10, 1e-10)          # the contract: float64 results within 1e-10 of the reference
+MEMORY_LIMIT = 40 * 2**20     # bytes beyond what the process maps before the call
+MEMORY_SHAPE = (2000, 6000)   # (Lq, Lk) before the random part: one such float64 array is ~92 MiB
+
+
+def qkv(rng, batch, lq, lk, dk, dv, scale=1.0):
+    return (rng.standard_normal(batch + (lq, dk)) * scale, rng.standard_normal(batch + (lk, dk)),
+            rng.standard_normal(batch + (lk, dv)))
+
+
+def pair(got, call):
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        what = type(got).__name__ if not isinstance(got, (tuple, list)) else f"{len(got)} values"
+        raise Mismatch(f"{call} returned {what}; expected a pair (output, lse)", mistake="wrong-type")
+    return got
+
+
+# ------------------------------------------------------------------------------ combine_attention
+
+def combine_mutants(reference, parts, which):
+    found = [Variant.of("lse-unstable", "the lse is log(exp(lse1) + exp(lse2)), which overflows", lse="exp"),
+             Variant.of("lse-unstable", "two empty sets (lse = -inf) give NaN", lse="nan-empty"),
+             Variant.of("combine-linear-weights", "the outputs are weighted by lse1 / (lse1 + lse2) and "
+                        "lse2 / (lse1 + lse2)", weights="lse"),
+             Variant.of("combine-linear-weights", "the outputs are weighted by exp(lse1) and exp(lse2) with no "
+                        "shared maximum subtracted", weights="exp")]
+    lse = np.concatenate([np.ravel(parts[1]), np.ravel(parts[3])])
+    if not (np.abs(lse[np.isfinite(lse)]) > 700).any():   # exp(lse) is then finite, and those weights are right
+        found.pop()   # (with empty sets they would look like the NaN of lse-unstable)
+    return Fingerprints(lambda **kw: fingerprints.combine(reference.combine_attention, *parts, which=which, **kw),
+                        found, depth=2)
+
+
+def check_combine(student, reference, parts, *, what, signs=None):
+    call = f"combine_attention(out1, lse1, out2, lse2) with {what}, out {describe_shape(parts[0])}"
+    expected = reference.combine_attention(*parts)
+    got = pair(student.combine_attention(*parts), call)
+    all_of(lambda: expect_array(got[1], expected[1], call=f"the lse from {call}", tol=TOL, inputs=parts,
+                                mutants=combine_mutants(reference, parts, 1), signs=signs),
+           lambda: expect_array(got[0], expected[0], call=f"the output of {call}", tol=TOL, inputs=parts,
+                                mutants=combine_mutants(reference, parts, 0)))
+
+
+def split_partials(reference, rng, batch, lq, lk, dk, dv, scale=1.0):
+    """(out1, lse1, out2, lse2): the reference's attention over two disjoint random sets of keys."""
+    q, k, v = qkv(rng, batch, lq, lk, dk, dv, scale)
+    keys = rng.permutation(lk)
+    first, second = np.sort(keys[:lk // 3 + 1]), np.sort(keys[lk // 3 + 1:])
+    a = reference.flash_attention(q, k[..., first, :], v[..., first, :], block_size=8)
+    b = reference.flash_attention(q, k[..., second, :], v[..., second, :], block_size=8)
+    return (a[0], a[1], b[0], b[1])
+
+
+@exercise("combine_attention", points=1)
+def test_combine_two_key_sets(student, reference, rng):
+    """combine_attention merges attention over two disjoint key sets exactly (batches and heads)"""
+    all_of(*[lambda shape=shape: check_combine(student, reference, split_partials(reference, rng, *shape),
+                                               what="two random halves of the keys")
+             for shape in [((), 4, 9, 8, 3), ((2, 3), 5, 20, 16, 4), ((3,), 1, 7, 4, 6)]])
+
+
+@exercise("combine_attention", points=1)
+def test_combine_large_lse(student, reference, rng):
+    """combine_attention stays exact for lse of any magnitude (+-1e4)"""
+    out1, lse1, out2, lse2 = split_partials(reference, rng, (2,), 8, 12, 8, 5, scale=3.0)
+    # adding a constant to every score of a set moves its lse by that constant and leaves its output: each
+    # query row gets its own pair of shifts, from 0 to +-1e4, so that only some of them overflow exp()
+    shifts = np.array([(0, 0), (1e4, 1e4), (-1e4, -1e4), (1e4, -1e4), (-1e4, 1e4), (0, 1e4), (50, -50), (-1e4, 0)])
+    jitter2 = rng.uniform(-2, 2, size=lse2.shape)
+    parts = (out1, lse1 + shifts[:, 0], out2, lse2 + shifts[:, 1] + jitter2)
+    check_combine(student, reference, parts, what="lse from -1e4 to +1e4",
+                  signs={"lse-unstable": lambda got: not np.isfinite(got).all()})
+
+
+@exercise("combine_attention", points=1)
+def test_combine_empty_sets(student, reference, rng):
+    """combine_attention: an empty set (lse = -inf) adds nothing; two give zero and -inf"""
+    out1, lse1, out2, lse2 = split_partials(reference, rng, (), 6, 10, 4, 3)
+    out1, lse1, out2, lse2 = out1.copy(), lse1.copy(), out2.copy(), lse2.copy()
+    out1[[0, 2, 5]], lse1[[0, 2, 5]] = 0.0, -np.inf        # rows 0, 2, 5: the first set is empty
+    out2[[1, 2, 4]], lse2[[1, 2, 4]] = 0.0, -np.inf        # rows 1, 2, 4: the second; row 2: both
+    check_combine(student, reference, (out1, lse1, out2, lse2), what="empty sets in some rows (lse = -inf)")
+
+
+# -------------------------------------------------------------------------------- flash_attention
+
+def flash_mutants(reference, q, k, v, causal, block_size, which):
+    lq, lk = q.shape[-2], k.shape[-2]
+    found = [Variant.of("running-sum-not-rescaled", "the running sum is not multiplied by exp(old max - new max) "
+                        "when a block raises the maximum", rescale_sum=False),
+             Variant.of("accumulator-not-rescaled", "the running output is not multiplied by exp(old max - new "
+                        "max) when a block raises the maximum", rescale_output=False),
+             Variant.of("normalised-per-block", "each block's softmax is normalised alone and the blocks' "
+                        "outputs are added", per_block="sum"),
+             Variant.of("normalised-per-block", "each block's softmax is normalised alone and the blocks' "
+                        "outputs are averaged", per_block="mean"),
+             Variant.of("lse-unstable", "the lse is log(sum(exp(score))) with no maximum taken out, which "
+                        "overflows", lse="exp")]
+    if causal and lq != lk:
+        found.append(Variant.of("causal-top-left", f"with {lq} queries and {lk} keys, query i sees keys j <= i "
+                                "(aligned at the first key) instead of j <= i + Lk - Lq", top_left=True))
+    if causal and lq > lk:
+        found.append(Variant.of("lse-unstable", "the queries with no key come out NaN", lse="nan-empty"))
+    if lk % block_size and lk > block_size:      # (with no full block, every key would be dropped)
+        found.append(Variant.of("last-block-dropped", f"the last {lk % block_size} of the {lk} keys (past the "
+                                f"last full block of {block_size}) are ignored", drop_keys=True))
+    if lq % block_size and lq > block_size:
+        found.append(Variant.of("last-block-dropped", f"the last {lq % block_size} of the {lq} queries (past the "
+                                f"last full block of {block_size}) get no output", drop_queries=True))
+    return Fingerprints(lambda **kw: fingerprints.flash(reference.flash_attention, q, k, v, causal, block_size,
+                                                        which=which, **kw), found, depth=2)
+
+
+def check_flash(student, reference, q, k, v, causal=False, block_size=None, signs=None):
+    args = {} if not causal else {"causal": True}
+    if block_size is not None:
+        args["block_size"] = block_size
+    used = block_size or 64
+    call = (f"flash_attention(q, k, v{''.join(f', {n}={x}' for n, x in args.items())}) with q, k, v "
+            f"{describe_shape(q, k, v)}")
+    expected = reference.flash_attention(q, k, v, causal=causal, block_size=used)
+    got = pair(student.flash_attention(q, k, v, **args), call)
+    all_of(lambda: expect_array(got[1], expected[1], call=f"the lse from {call}", tol=TOL, inputs=(q, k, v),
+                                mutants=flash_mutants(reference, q, k, v, causal, used, 1), signs=signs),
+           lambda: expect_array(got[0], expected[0], call=f"the output of {call}", tol=TOL, inputs=(q, k, v),
+                                mutants=flash_mutants(reference, q, k, v, causal, used, 0)))
+
+
+def jitter(rng, n):
+    return n + int(rng.integers(1, 9))     # never a multiple of the block sizes used below
+
+
+@exercise("flash_attention", points=1)
+def test_flash_one_sequence(student, reference, rng):
+    """flash_attention equals attention (Lq != Lk, lengths not multiples of block_size)"""
+    all_of(*[lambda lq=lq, lk=lk, dk=dk, dv=dv, bs=bs: check_flash(student, reference, *qkv(rng, (), lq, lk, dk, dv),
+                                                                   block_size=bs)
+             for lq, lk, dk, dv, bs in [(jitter(rng, 32), jitter(rng, 96), 8, 5, 16),
+                                        (jitter(rng, 64), jitter(rng, 24), 16, 4, 8),
+                                        (3, jitter(rng, 128), 4, 6, None)]])
+
+
+@exercise("flash_attention", points=1)
+def test_flash_batches_and_heads(student, reference, rng):
+    """flash_attention works over batches and heads (default block_size)"""
+    all_of(*[lambda b=b, lq=lq, lk=lk: check_flash(student, reference, *qkv(rng, b, lq, lk, 16, 8))
+             for b, lq, lk in [((2, 3), jitter(rng, 64), jitter(rng, 128)), ((3,), jitter(rng, 128), jitter(rng, 64))]])
+
+
+@exercise("flash_attention", points=1)
+def test_flash_causal_fewer_queries(student, reference, rng):
+    """causal flash_attention aligns the last query with the last key (Lq <= Lk)"""
+    same = jitter(rng, 48)
+    cases = [(jitter(rng, 16), jitter(rng, 64), 16), (same, same, 16), (1, jitter(rng, 40), 8)]
+    all_of(*[lambda lq=lq, lk=lk, bs=bs: check_flash(student, reference, *qkv(rng, (2,), lq, lk, 8, 4), causal=True,
+                                                     block_size=bs)
+             for lq, lk, bs in cases])
+
+
+@exercise("flash_attention", points=1)
+def test_flash_rows_without_keys(student, reference, rng):
+    """causal flash_attention gives rows with no key a zero output and lse = -inf (Lq > Lk)"""
+    all_of(*[lambda lq=lq, lk=lk: check_flash(student, reference, *qkv(rng, (), lq, lk, 8, 4), causal=True, block_size=16)
+             for lq, lk in [(jitter(rng, 48), jitter(rng, 16)), (jitter(rng, 32), 5)]])
+
+
+@exercise("flash_attention", points=1)
+def test_flash_large_scores(student, reference, rng):
+    """flash_attention stays finite and exact for large scores (lse up to ~1e3)"""
+    q, k, v = qkv(rng, (2,), jitter(rng, 24), jitter(rng, 72), 8, 4, scale=400.0)   # scores ~ +-1e3
+    order = np.argsort((q[..., :1, :] @ np.swapaxes(k, -1, -2))[..., 0, :], axis=-1)
+    k = np.take_along_axis(k, order[..., None], axis=-2)      # scores rise from block to block: the max moves
+    check_flash(student, reference, q, k, v, block_size=16,
+                signs={"lse-unstable": lambda got: not np.isfinite(got).all()})
+
+
+def memory_inputs(rng):
+    lq, lk = (n + int(rng.integers(1, 64)) for n in MEMORY_SHAPE)
+    return qkv(rng, (), lq, lk, 16, 8)
+
+
+def _mib(n) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+@exercise("flash_attention", points=2)
+def test_flash_memory_limit(student, reference, rng):
+    """flash_attention runs within a memory limit that one (Lq, Lk) array exceeds"""
+    q, k, v = memory_inputs(rng)
+    lq, lk = q.shape[-2], k.shape[-2]
+    full = lq * lk * 8
+    call = f"flash_attention(q, k, v) with q, k, v {describe_shape(q, k, v)}"
+    ran = student.flash_attention.within_memory(q, k, v, memory_bytes=MEMORY_LIMIT)
+    if "refused" in ran:
+        said = ran["refused"]
+        shape = re.search(r"shape \(([\d, ]+)\)", said)
+        dims = tuple(int(d) for d in shape.group(1).replace(" ", "").split(",") if d) if shape else ()
+        line = (f"{call} ran out of memory under a limit of {_mib(MEMORY_LIMIT)} (one ({lq}, {lk}) float64 array is "
+                f"{_mib(full)}): {said}")
+        if dims[-2:] == (lq, lk):
+            raise Mismatch(line, found=[("materialises-scores", f"it allocates an array of shape {dims}")])
+        raise Mismatch(line)
+    peak = ran.get("peak")
+    if not ran["enforced"] and isinstance(peak, int) and peak > MEMORY_LIMIT:
+        line = (f"{call} allocated {_mib(peak)} at its peak, as tracemalloc measured it in this kernel: more than the "
+                f"{_mib(MEMORY_LIMIT)} the grader allows (one ({lq}, {lk}) float64 array is {_mib(full)}). The grader "
+                "enforces the limit in a process of its own; this figure only tells you where you stand")
+        if peak >= full:
+            raise Mismatch(line, found=[("materialises-scores", f"its peak, {_mib(peak)}, is at least one ({lq}, {lk}) "
+                                         "float64 array")])
+        raise Mismatch(line)
+    expected = reference.flash_attention(q, k, v)
+    got = pair(ran["result"], call)
+    all_of(lambda: expect_array(got[1], expected[1], call=f"the lse from {call}", tol=TOL, inputs=(q, k, v)),
+           lambda: expect_array(got[0], expected[0], call=f"the output of {call}", tol=TOL, inputs=(q, k, v)))

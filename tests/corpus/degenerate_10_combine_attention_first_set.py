@@ -1,0 +1,6 @@
+# lesson: 10_flash_attention
+# source: tests/degenerate.py (first-set): an answer that does nothing; it must score 0
+# expect: wrong combine_attention -
+# %% combine_attention
+def combine_attention(out1, lse1, out2, lse2):
+    return np.array(out1), np.array(lse1)

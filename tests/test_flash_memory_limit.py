@@ -1,0 +1,112 @@
+"""Lesson 10's memory check (issue 36): the graded call of flash_attention runs in a process of its own
+whose address space its worker limits from outside (Zygote.limit_memory), so that one (Lq, Lk) float64
+array cannot be allocated while tiles can. The reference passes; the reference run as one tile of the
+whole (Lq, Lk) array (block_size >= Lk: the materialising fingerprint) is refused and named; an answer
+that tries to raise its own limit, or that tells tracemalloc it allocated nothing, is refused all the
+same: only what the kernel allowed decides. In a notebook's own kernel (the self-check) tracemalloc's
+peak stands in, and the message says the grader's limit is what counts."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder.checks import test_10_flash_attention as checks
+from autograder.classroom import accuracy
+from autograder.classroom.runner import grade_many
+
+L10 = "10_flash_attention"
+MEMORY_TEST = "flash_attention runs within a memory limit that one (Lq, Lk) array exceeds"
+
+
+
+def _solution_source(grade_id: str = "flash_attention") -> str:
+    from autograder.course import COURSE
+    from autograder.load.reading import read_cells
+    cells, _, _ = read_cells(COURSE[L10].solution_path)
+    for cell in cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+            source = "".join(cell["source"])
+            return source.replace("    ### BEGIN SOLUTION\n", "").replace("    ### END SOLUTION\n", "")
+    raise LookupError(f"no {grade_id} cell")
+
+
+def _entry(name: str, source: str) -> accuracy.Entry:
+    """The reference's combine_attention (which its flash_attention calls) and `source`."""
+    return accuracy.Entry(name=name, lesson=L10, expect="wrong", wrong={"flash_attention": []},
+                          cells={"combine_attention": _solution_source("combine_attention"), "flash_attention": source})
+
+
+def _variants() -> dict[str, str]:
+    ref = _solution_source()
+    one_tile = ref.replace("def flash_attention(q, k, v, causal=False, block_size=64):",
+                           "def flash_attention(q, k, v, causal=False, block_size=64):\n"
+                           "    block_size = max(block_size, q.shape[-2], k.shape[-2])   # one tile: (Lq, Lk)")
+    raises_limit = one_tile.replace("def flash_attention(q, k, v, causal=False, block_size=64):\n",
+                                    "def flash_attention(q, k, v, causal=False, block_size=64):\n"
+                                    "    import resource\n"
+                                    "    for value in (resource.RLIM_INFINITY, 2 ** 40):\n"
+                                    "        try:\n"
+                                    "            resource.setrlimit(resource.RLIMIT_AS, (value, value))\n"
+                                    "        except (ValueError, OSError):\n"
+                                    "            pass\n")
+    lies = one_tile.replace("def flash_attention(q, k, v, causal=False, block_size=64):\n",
+                            "def flash_attention(q, k, v, causal=False, block_size=64):\n"
+                            "    import tracemalloc\n"
+                            "    tracemalloc.get_traced_memory = lambda: (0, 0)\n"
+                            "    tracemalloc.stop()\n")
+    assert one_tile != ref and raises_limit != one_tile and lies != one_tile
+    return {"reference": ref, "one_tile": one_tile, "raises_limit": raises_limit, "lies_to_tracemalloc": lies}
+
+
+@pytest.fixture(scope="module")
+def graded():
+    entries = [_entry(name, source) for name, source in _variants().items()]
+    with tempfile.TemporaryDirectory(prefix="flash-memory-") as tmp:
+        students = accuracy.build_class(entries, Path(tmp))
+        results = grade_many(students, jobs=1, show=lambda *_: None)
+    return {name: next(t for t in r["tests"] if t["name"].endswith(MEMORY_TEST)) for name, r in results.items()}
+
+
+@pytest.mark.slow
+def test_tiles_pass_under_the_limit(graded):
+    assert graded["reference"]["status"] == "passed", graded["reference"]["output"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["one_tile", "raises_limit", "lies_to_tracemalloc"])
+def test_one_full_array_is_refused_and_named(graded, name):
+    test = graded[name]
+    assert test["score"] == 0 and "mistake:materialises-scores" in test["tags"], test["output"]
+    assert "ran out of memory under a limit of 40.0 MiB" in test["output"]
+
+
+def test_the_limit_sits_between_tiles_and_the_full_array():
+    """One (Lq, Lk) float64 array of the check's inputs exceeds the limit by far; a tile of (Lq, block)
+    is more than 30 times smaller than that array."""
+    q, k, _ = checks.memory_inputs(np.random.default_rng(0))
+    lq, lk = q.shape[-2], k.shape[-2]
+    full, tile = lq * lk * 8, lq * 64 * 8
+    assert full > 2 * checks.MEMORY_LIMIT
+    assert full / tile >= 30
+    assert 5 * tile < checks.MEMORY_LIMIT
+
+
+def test_self_check_measures_with_tracemalloc_and_says_so():
+    """In a notebook's kernel the memory check fails an answer whose tracemalloc peak is above the limit,
+    names materialises-scores when the peak is at least one (Lq, Lk) array, and says the grader's limit decides."""
+    from autograder.grading.plugin import GradingPlugin, run_checks
+    from autograder.grading.student import LocalSubmission
+    namespace = {"np": np, "math": __import__("math")}
+    exec(_solution_source("combine_attention"), namespace)
+    exec(_variants()["one_tile"], namespace)
+    plugin = GradingPlugin({L10: LocalSubmission(namespace)}, exercises={L10: {"flash_attention"}}, secret=None)
+    with np.errstate(all="ignore"):
+        run_checks(plugin, [L10])
+    test = next(t for t in plugin.results if t["name"].endswith(MEMORY_TEST))
+    assert test["score"] == 0 and "mistake:materialises-scores" in test["tags"]
+    assert "tracemalloc" in test["output"] and "The grader enforces the limit" in test["output"]
+    others = [t for t in plugin.results if not t["name"].endswith(MEMORY_TEST)]
+    assert others and all(t["status"] == "passed" for t in others)   # its values are right everywhere
