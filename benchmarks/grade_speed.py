@@ -321,7 +321,6 @@ def main(argv=None) -> int:
             print(f"  ({load()})")
 
         if "class" in parts:
-            from autograder.course import COURSE
             n = len(made)
             print(f"\nclass grading: {n} students x {len(next(iter(made.values())))} lessons, one in three correct, two in three typical "
                   f"wrong answers, --jobs {args.jobs}, best of {args.repeat}")
