@@ -353,6 +353,13 @@ def test_no_page_scrolls_sideways_at_1280_px(browser, served, variant):
         if found := overflow(browser):
             report[page] = [f"{f['why']} by {f['by']} px: {f.get('what')}" for f in found[:8]]
     assert not report, "\n".join(f"{page}:\n  " + "\n  ".join(lines) for page, lines in report.items())
+    # lesson 05's first formula is wider than the column: it wraps between its terms (course.js),
+    # each term whole on one line
+    open_page(browser, base + "lessons/05_multi_head_attention.html")
+    rows = browser.execute_script(
+        "const f = document.querySelector('mjx-container[display=\"true\"]');"
+        "return Array.from(f.querySelectorAll('.formula-term')).map(t => Math.round(t.getBoundingClientRect().top));")
+    assert len(rows) >= 2 and len(set(rows)) >= 2, rows
 
 
 def test_the_overflow_check_finds_what_overflows(browser, tmp_path):
