@@ -65,24 +65,44 @@ def test_the_chinese_site_builds_in_chinese():
 
 
 @slow
-def test_a_chinese_lesson_page_in_a_real_browser(tmp_path):
-    from test_book import open_page
+def test_every_chinese_page_in_a_real_browser(tmp_path):
+    """Each page at 1280 px: lang="zh-CN", no error, every formula rendered, no request off the
+    site, nothing scrolling sideways (tests/test_book.py's check), one search box, and Chinese prose
+    on every page but the untranslated ones."""
+    from test_book import open_page, overflow
     html = build()
     handler = functools.partial(_Quiet, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
+    translated = {f"lessons/{lid}" for lid in translations.translated_lessons("zh_CN")} | {"intro"}
+    problems = {}
     try:
         with chromium(tmp_path / "profile") as driver:
-            for page in ("intro", "lessons/01_scaled_dot_product_attention"):
+            for page in _toc_files(ROOT / "book" / "zh_CN" / "_toc.yml"):
                 state = open_page(driver, base + f"{page}.html")
-                assert driver.execute_script("return document.documentElement.lang") == "zh-CN"
-                assert not state["errors"] and not state["console"], (state["errors"], state["console"])
-                assert state["mathNodes"] > 0 and state["mathRendered"] == state["mathNodes"], page
-                assert all(r.startswith(base) for r in state["resources"]), "a request left the site"
-                assert len(HAN.findall(state["prose"])) > 200, page
+                found = []
+                if driver.execute_script("return document.documentElement.lang") != "zh-CN":
+                    found.append("not lang=zh-CN")
+                if state["errors"] or state["console"]:
+                    found.append(f"errors {state['errors'] + state['console']}")
+                if state["mathRendered"] != state["mathNodes"]:
+                    found.append(f"{state['mathNodes'] - state['mathRendered']} formulas not rendered")
+                if not all(r.startswith(base) for r in state["resources"]):
+                    found.append("a request left the site")
+                found += [f"{f['why']} by {f['by']} px: {f.get('what')}" for f in overflow(driver)[:5]]
+                boxes = driver.execute_script(
+                    "return Array.from(document.querySelectorAll('.search-button-field, form.bd-search input'))"
+                    ".filter(e => e.checkVisibility({visibilityProperty: true}) && e.getBoundingClientRect().width > 0).length;")
+                if boxes != 1:
+                    found.append(f"{boxes} search boxes")
+                if page in translated and len(HAN.findall(state["prose"])) < 200:
+                    found.append("little Chinese prose")
+                if found:
+                    problems[page] = found
     finally:
         server.shutdown()
+    assert not problems, "\n".join(f"{page}: {'; '.join(lines)}" for page, lines in problems.items())
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
