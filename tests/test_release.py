@@ -105,3 +105,37 @@ def test_a_demo_of_an_unfinished_exercise_prints_a_line_not_a_traceback(lesson):
         if calls := bare_calls(ast.parse(src)):
             unguarded.append((nbg.get("grade_id"), sorted(calls)))
     assert not unguarded, unguarded
+
+
+def test_no_lesson_shows_another_lessons_answer():
+    """The kit hands out every lesson at once: a line of lesson A's graded answer in lesson B's
+    released notebook answers A (lesson 09's locked model held lesson 08's CausalSelfAttention).
+    Only lessons built on another's answer on purpose may (tests/support/answers.py, BY_DESIGN)."""
+    from support.answers import BY_DESIGN, foreign_answers
+    shown = [(lid, *found) for lid in lesson_ids()
+             for found in foreign_answers((LESSONS / f"{lid}.ipynb").read_text(encoding="utf-8"), lid)]
+    assert not [s for s in shown if s[:2] not in BY_DESIGN], [s for s in shown if s[:2] not in BY_DESIGN]
+
+
+def test_the_answer_search_finds_a_planted_answer():
+    from support.answers import answer_lines, foreign_answers
+    from autograder.course import COURSE
+    nb = json.loads((LESSONS / "09_generating_text.ipynb").read_text(encoding="utf-8"))
+    solution = json.loads(COURSE["08_fast_attention"].solution_path.read_text(encoding="utf-8"))
+    nb["cells"].append(next(c for c in solution["cells"]
+                            if c["metadata"].get("nbgrader", {}).get("grade_id") == "CausalSelfAttention"))
+    found = foreign_answers(json.dumps(nb), "09_generating_text")
+    assert len(answer_lines("08_fast_attention")) >= 15
+    assert sum(lid == "08_fast_attention" for lid, _ in found) >= 10, found
+
+
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_no_lesson_promises_a_run_gives_the_same_figures(lesson):
+    """Another CPU rounds differently and trains a slightly different model (issue 33): the text says
+    what to look for, never that a student's run will match ours."""
+    import re
+    cells, _, _ = read_cells(LESSONS / f"{lesson}.ipynb")
+    prose = " ".join("".join(c["source"]) for c in cells if c.get("cell_type") == "markdown")
+    promises = re.findall(r"[^.]*\b(?:should see the same|see the same (?:lines|curve|figures|numbers)|"
+                          r"when we ran (?:it|this cell)|in our run\b)[^.]*", prose)
+    assert not promises, promises

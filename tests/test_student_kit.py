@@ -188,6 +188,21 @@ def test_kit_holds_no_solution_line(kit_dir, tmp_path):
     assert any(line in text for text in text_files(planted).values() for line in lines)
 
 
+def test_no_kit_file_shows_another_lessons_answer(kit_dir):
+    """No lesson of the kit shows a line of another lesson's answer, and its other files show none
+    that the answer's own lesson does not (the search above leaves out every line any released
+    lesson shows, so it missed lesson 09's model answering lesson 08)."""
+    from support.answers import BY_DESIGN, foreign_answers, lines_of
+    files = text_files(kit_dir)
+    public = {lid: lines_of(files[f"lessons/{lid}.ipynb"]) for lid in LESSONS}
+    shown = []
+    for name, text in files.items():
+        own = Path(name).stem if name.startswith("lessons/") else None
+        shown += [(name, lid, line) for lid, line in foreign_answers(text, own)
+                  if (own, lid) not in BY_DESIGN and (own is not None or line not in public[lid])]
+    assert not shown, shown[:10]
+
+
 def test_kit_cannot_answer_new_questions(kit_dir, tmp_path):
     """Nothing in the kit computes an answer: fresh inputs to the reference, the mutant engine and
     reference_output are refused; the kit's own modules import no mutant engine or reference."""
