@@ -4,7 +4,7 @@ solutions/<lesson_id>.ipynb stays the one source. Each markdown cell is one mess
 locale/<lang>/LC_MESSAGES/<lesson_id>.po: its msgctxt is the cell's id, its msgid the cell's
 English text, its msgstr the translation. `update(lang)` merges the English of today into the
 catalogs with Babel (the engine behind pybabel and sphinx-intl): a cell whose English changed keeps
-its old translation marked fuzzy, a new cell gets an empty one, a deleted cell's entry goes obsolete.
+its old translation marked fuzzy, a new cell gets an empty one, a deleted cell's entry is dropped.
 A fuzzy or empty entry is never used: that cell stays in English until a translator confirms it,
 and the tests (tests/test_translations.py) fail until then.
 
@@ -145,6 +145,8 @@ def update(lang: str, lessons=None) -> dict[str, dict[str, int]]:
         for field in HEADER_FIELDS:
             setattr(catalog, field, getattr(fresh, field))
         catalog.update(template(lesson_id), update_header_comment=False, update_creation_date=False)
+        catalog.obsolete.clear()   # as msgmerge --no-obsolete: a changed cell's old text lives on as a
+                                   # fuzzy entry's previous msgid, and git keeps the rest
         write(catalog, catalog_path(lesson_id, lang))
         counts[lesson_id] = status(catalog)
     return counts
