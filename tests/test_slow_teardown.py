@@ -104,6 +104,21 @@ def test_without_uids_only_a_chain_that_outruns_every_pass_ends_the_worker(zygot
             z.sweep()
 
 
+def test_processes_that_hop_pids_are_chased_not_waited_for(zygote, monkeypatch):
+    """A process first seen already exiting may have forked after the scan (fork, then exit: a
+    new pid each time): each pass that finds one counts as a chase, so without uids such a chain
+    still ends the worker (and its PID namespace) instead of running on while it is "waited for"."""
+    z, table, _, _, _ = zygote
+    monkeypatch.setattr(worker_module, "_cannot_run_again", lambda pid: True)
+    me = os.getpid()
+    with pytest.raises(_Gone):
+        for hop in range(2 * worker_module.MAX_CHASES):
+            table.clear()
+            table[200 + hop] = (me, 1234)   # re-parented to the worker: a stray
+            z.sweep()
+    assert hop + 1 == worker_module.MAX_CHASES
+
+
 def test_cannot_run_again_tells_a_live_process_from_a_dying_one():
     sleeper = subprocess.Popen(["sleep", "30"])
     zombie = subprocess.Popen(["true"])

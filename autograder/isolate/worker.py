@@ -143,6 +143,7 @@ class Zygote:
         self.dying: dict[int, dict] = {}        # ended, not yet seen gone: the same
         self.uid_mode = _can_change_user()
         self.chases = 0                         # passes in a row that found a process able to run
+        self.killed: set[int] = set()           # processes signalled since a pass last found none
         self.pause = SWEEP_EVERY                # until the next pass while a child is dying
 
     # -- spawning ------------------------------------------------------------------------
@@ -204,7 +205,7 @@ class Zygote:
         A killed process can take seconds to go (a large address space in small pages, forked a
         hundred times, on a busy machine): it can never run again (_cannot_run_again), so it is only
         waited for, however long, with passes further apart. A chain of forks that outruns the scans
-        (each pass finds a process still able to run) is ended by kill(-1) as each dying uid, or
+        (each pass finds a process new or still able to run) is ended by kill(-1) as each dying uid, or
         where children have none, after MAX_CHASES such passes by the worker ending itself (in
         bubblewrap its PID namespace goes with all of it); the grader then regrades what it was
         serving (Sandbox.end: SandboxBroken), never blaming a student."""
@@ -227,7 +228,10 @@ class Zygote:
             # a pass that still finds one keeps every dying child dying (and its uid taken), so
             # nothing that forked between the scan and the signals is forgotten: a child is done
             # only after a pass that finds nothing at all
-            able = [pid for pid in doomed if not _cannot_run_again(pid)]
+            # a process not seen before may have forked after the scan and exited on its own (a
+            # process that hops pids): only those already killed and unable to run again are waited for
+            able = [pid for pid in doomed if pid not in self.killed or not _cannot_run_again(pid)]
+            self.killed.update(able)
             if not able:   # only the kernel's teardown is left: wait for it, checking less often
                 self.chases, self.pause = 0, min(self.pause * 2, SWEEP_AT_MOST)
                 return
@@ -247,6 +251,7 @@ class Zygote:
                 _as_user(info["uid"], lambda: shutil.rmtree(info["scratch"], ignore_errors=True))
         self.dying.clear()
         self.chases = 0
+        self.killed.clear()
 
     def serve(self) -> None:
         import select
