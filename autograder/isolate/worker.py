@@ -36,7 +36,7 @@ from autograder.isolate.processes import (_as_user, _can_change_user, _cannot_ru
 PR_SET_CHILD_SUBREAPER = 36
 SWEEP_EVERY = 0.001      # seconds between passes while an ended child is not yet gone
 SWEEP_AT_MOST = 0.05     # ... growing to this while all that is left can never run again
-MAX_CHASES = 500         # passes in a row that each find a process still able to run (a chain of
+MAX_CHASES = 500         # passes in a row that each find a process new or able to run (a chain of
                          # forks outrunning the scan; a killed torch-sized process takes ~3 ms to go)
 
 
@@ -225,11 +225,10 @@ class Zygote:
                 doomed.add(other)
         doomed.discard(me)
         if doomed:
-            # a pass that still finds one keeps every dying child dying (and its uid taken), so
-            # nothing that forked between the scan and the signals is forgotten: a child is done
-            # only after a pass that finds nothing at all
-            # a process not seen before may have forked after the scan and exited on its own (a
-            # process that hops pids): only those already killed and unable to run again are waited for
+            # a pass that still finds one keeps every dying child dying (and its uid taken): a child
+            # is done only after a pass that finds nothing at all. A process not seen before may
+            # have forked after the scan and exited on its own (hopping pids): only those already
+            # killed here and unable to run again are merely waited for
             able = [pid for pid in doomed if pid not in self.killed or not _cannot_run_again(pid)]
             self.killed.update(able)
             if not able:   # only the kernel's teardown is left: wait for it, checking less often
