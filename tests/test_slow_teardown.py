@@ -43,7 +43,6 @@ def zygote(monkeypatch, tmp_path):
     as_user: list[int] = []
     monkeypatch.setattr(worker_module, "_processes", lambda: dict(table))
     monkeypatch.setattr(worker_module, "_signal_all", lambda pids, sig: signalled.extend((p, sig) for p in pids))
-    monkeypatch.setattr(worker_module, "_yield_cpu", lambda pids: None)
     monkeypatch.setattr(worker_module, "_kill_as_users", as_user.extend)
     monkeypatch.setattr(worker_module.os, "_exit", lambda code: (_ for _ in ()).throw(_Gone(code)))
     z = worker_module.Zygote([])

@@ -31,7 +31,7 @@ import sys
 import time
 
 from autograder.isolate.processes import (_as_user, _can_change_user, _cannot_run_again, _kill_as_users,
-                                          _processes, _signal_all, _tree, _yield_cpu)
+                                          _processes, _signal_all, _tree)
 
 PR_SET_CHILD_SUBREAPER = 36
 SWEEP_EVERY = 0.001      # seconds between passes while an ended child is not yet gone
@@ -235,7 +235,6 @@ class Zygote:
                 self.chases, self.pause = 0, min(self.pause * 2, SWEEP_AT_MOST)
                 return
             _signal_all(able, signal.SIGSTOP)   # stopped, a process can no longer fork
-            _yield_cpu(able)
             _signal_all(able, signal.SIGKILL)
             self.chases, self.pause = self.chases + 1, SWEEP_EVERY
             uids = {info["uid_taken"] for info in self.dying.values()} if self.uid_mode else {None}
