@@ -43,7 +43,6 @@ def zygote(monkeypatch, tmp_path):
     as_user: list[int] = []
     monkeypatch.setattr(worker_module, "_processes", lambda: dict(table))
     monkeypatch.setattr(worker_module, "_signal_all", lambda pids, sig: signalled.extend((p, sig) for p in pids))
-    monkeypatch.setattr(worker_module, "_yield_cpu", lambda pids: None)
     monkeypatch.setattr(worker_module, "_kill_as_users", as_user.extend)
     monkeypatch.setattr(worker_module.os, "_exit", lambda code: (_ for _ in ()).throw(_Gone(code)))
     z = worker_module.Zygote([])
@@ -102,6 +101,21 @@ def test_without_uids_only_a_chain_that_outruns_every_pass_ends_the_worker(zygot
     with pytest.raises(_Gone):
         for _ in range(worker_module.MAX_CHASES):
             z.sweep()
+
+
+def test_processes_that_hop_pids_are_chased_not_waited_for(zygote, monkeypatch):
+    """A process first seen already exiting may have forked after the scan (fork, then exit: a
+    new pid each time): each pass that finds one counts as a chase, so without uids such a chain
+    still ends the worker (and its PID namespace) instead of running on while it is "waited for"."""
+    z, table, _, _, _ = zygote
+    monkeypatch.setattr(worker_module, "_cannot_run_again", lambda pid: True)
+    me = os.getpid()
+    with pytest.raises(_Gone):
+        for hop in range(2 * worker_module.MAX_CHASES):
+            table.clear()
+            table[200 + hop] = (me, 1234)   # re-parented to the worker: a stray
+            z.sweep()
+    assert hop + 1 == worker_module.MAX_CHASES
 
 
 def test_cannot_run_again_tells_a_live_process_from_a_dying_one():

@@ -131,10 +131,9 @@ def worker_command(bwrap: str, control_fd, as_root: bool, tmp_bytes: int = 2 * 1
             "--cap-drop", "ALL"]
     if as_root:   # no user namespace: the children's uids are real ones, unknown to the host.
         # The worker (never student code) keeps what it needs to give children their uid, and to
-        # kill them (and let them be taken apart last: CAP_SYS_NICE) and remove their scratch
-        # folders whatever they did to them; children drop all.
+        # kill them and remove their scratch folders whatever they did to them; children drop all.
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL",
-                 "--cap-add", "CAP_SYS_NICE", "--cap-add", "CAP_DAC_OVERRIDE", "--cap-add", "CAP_FOWNER"]
+                 "--cap-add", "CAP_DAC_OVERRIDE", "--cap-add", "CAP_FOWNER"]
     else:
         args += ["--unshare-user", "--disable-userns"]
     for top in ("usr",):

@@ -75,26 +75,6 @@ def _cannot_run_again(pid: int) -> bool:
     return True
 
 
-def _yield_cpu(pids) -> None:
-    """Every thread of `pids` runs only when nothing else wants the processor (SCHED_IDLE, or at
-    least nice 19): a killed process with a large address space spends seconds in the kernel
-    taking it apart, and a hundred of them must not slow the next student's child. Where this
-    is not allowed (another uid, no CAP_SYS_NICE) nothing changes."""
-    for pid in pids:
-        try:
-            threads = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in map(int, threads):
-            try:
-                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-            except OSError:
-                try:
-                    os.setpriority(os.PRIO_PROCESS, tid, 19)
-                except OSError:
-                    pass
-
-
 def _signal_all(pids, sig) -> None:
     for pid in pids:
         try:

@@ -34,12 +34,12 @@ import sys
 import time
 
 from autograder.isolate.processes import (_as_user, _can_change_user, _cannot_run_again, _kill_as_users,
-                                          _processes, _signal_all, _tree, _yield_cpu, lower_memory_limit)
+                                          _processes, _signal_all, _tree, lower_memory_limit)
 
 PR_SET_CHILD_SUBREAPER = 36
 SWEEP_EVERY = 0.001      # seconds between passes while an ended child is not yet gone
 SWEEP_AT_MOST = 0.05     # ... growing to this while all that is left can never run again
-MAX_CHASES = 500         # passes in a row that each find a process still able to run (a chain of
+MAX_CHASES = 500         # passes in a row that each find a process new or able to run (a chain of
                          # forks outrunning the scan; a killed torch-sized process takes ~3 ms to go)
 
 
@@ -146,6 +146,7 @@ class Zygote:
         self.dying: dict[int, dict] = {}        # ended, not yet seen gone: the same
         self.uid_mode = _can_change_user()
         self.chases = 0                         # passes in a row that found a process able to run
+        self.killed: set[int] = set()           # processes signalled since a pass last found none
         self.pause = SWEEP_EVERY                # until the next pass while a child is dying
 
     # -- spawning ------------------------------------------------------------------------
@@ -217,7 +218,7 @@ class Zygote:
         A killed process can take seconds to go (a large address space in small pages, forked a
         hundred times, on a busy machine): it can never run again (_cannot_run_again), so it is only
         waited for, however long, with passes further apart. A chain of forks that outruns the scans
-        (each pass finds a process still able to run) is ended by kill(-1) as each dying uid, or
+        (each pass finds a process new or still able to run) is ended by kill(-1) as each dying uid, or
         where children have none, after MAX_CHASES such passes by the worker ending itself (in
         bubblewrap its PID namespace goes with all of it); the grader then regrades what it was
         serving (Sandbox.end: SandboxBroken), never blaming a student."""
@@ -237,15 +238,16 @@ class Zygote:
                 doomed.add(other)
         doomed.discard(me)
         if doomed:
-            # a pass that still finds one keeps every dying child dying (and its uid taken), so
-            # nothing that forked between the scan and the signals is forgotten: a child is done
-            # only after a pass that finds nothing at all
-            able = [pid for pid in doomed if not _cannot_run_again(pid)]
+            # a pass that still finds one keeps every dying child dying (and its uid taken): a child
+            # is done only after a pass that finds nothing at all. A process not seen before may
+            # have forked after the scan and exited on its own (hopping pids): only those already
+            # killed here and unable to run again are merely waited for
+            able = [pid for pid in doomed if pid not in self.killed or not _cannot_run_again(pid)]
+            self.killed.update(able)
             if not able:   # only the kernel's teardown is left: wait for it, checking less often
                 self.chases, self.pause = 0, min(self.pause * 2, SWEEP_AT_MOST)
                 return
             _signal_all(able, signal.SIGSTOP)   # stopped, a process can no longer fork
-            _yield_cpu(able)
             _signal_all(able, signal.SIGKILL)
             self.chases, self.pause = self.chases + 1, SWEEP_EVERY
             uids = {info["uid_taken"] for info in self.dying.values()} if self.uid_mode else {None}
@@ -260,6 +262,7 @@ class Zygote:
                 _as_user(info["uid"], lambda: shutil.rmtree(info["scratch"], ignore_errors=True))
         self.dying.clear()
         self.chases = 0
+        self.killed.clear()
 
     def serve(self) -> None:
         import select
