@@ -734,3 +734,39 @@ def test_a_class_run_reaps_every_process_it_started(tmp_path):
     assert results["alice"]["score"] == results["alice"]["max_score"] > 0
     assert multiprocessing.forkserver._forkserver._forkserver_pid is None, "the fork server is still running"
     assert children() == before, "a process the class run started is still there"
+
+
+def test_a_planted_grader_beside_the_scratch_reaches_no_sys_path(grade, tmp_path):
+    """A lesson's setup cell puts the folder beside lessons/ first on sys.path when it holds
+    autograder/selfcheck.py (so a student's kernel runs the kit's own grader). In the sandbox the
+    grader is loaded before any cell runs, so a student who plants ../autograder/selfcheck.py next to
+    a folder of the scratch never gets a folder they can write onto sys.path (the setup cell runs
+    again in every child, a classmate's included)."""
+    from autograder.report.results import by_exercise
+    from conftest import notebook_with
+    lesson = "01_scaled_dot_product_attention"
+    released = json.loads(ROOT.joinpath("lessons", f"{lesson}.ipynb").read_text(encoding="utf-8"))
+    setup = next("".join(c["source"]) for c in released["cells"] if "setup" in c["metadata"].get("tags", []))
+    assert "sys.path.insert" in setup
+    plant = f'''
+import os, sys
+os.makedirs(os.path.join("plant", "autograder"), exist_ok=True)
+os.makedirs(os.path.join("plant", "lessons"), exist_ok=True)
+open(os.path.join("plant", "autograder", "selfcheck.py"), "w").close()
+BEFORE = list(sys.path)
+os.chdir(os.path.join("plant", "lessons"))
+try:
+    exec({setup!r})
+finally:
+    os.chdir(os.path.join(os.pardir, os.pardir))
+ADDED = [p for p in sys.path if p not in BEFORE]
+
+def softmax(x, axis=-1):
+    if ADDED:
+        raise RuntimeError(f"the setup cell put {{ADDED}} on sys.path")
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+'''
+    path = notebook_with(lesson, {"softmax": plant}, tmp_path / "s")
+    entry = by_exercise(grade({lesson: path}))[(lesson, "softmax")]
+    assert entry["score"] == entry["max"] == 3, entry
