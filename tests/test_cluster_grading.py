@@ -238,17 +238,25 @@ def test_with_no_node_that_may_grade_nothing_is_graded_and_each_node_is_named(re
         {s: f["results"]["score"] for s, f in student_files(reference / "jobs").items()}
 
 
-def test_a_student_whose_task_keeps_failing_is_listed_and_graded_by_the_next_run(reference, tmp_path, monkeypatch):
+@pytest.mark.parametrize("failure, reason", [("FailsForOneStudent", "a simulated fault of the grader"),
+                                             ("DiesForOneStudent", "workers died 2 time(s)")])
+def test_a_student_whose_task_keeps_failing_is_listed_and_graded_by_the_next_run(reference, tmp_path, monkeypatch,
+                                                                                  failure, reason):
+    """A grader's fault (retried once), or a worker's death (allowed-failures 1 here, to be quick; one
+    student in flight per worker, so that no other student is on the worker that dies)."""
     from autograder.classroom import cluster, node
-    from support.failing_node import FAILING_STUDENT, FailsForOneStudent
+    from support import failing_node
+    from support.failing_node import FAILING_STUDENT
     students = {name: {lesson: reference / "class" / name / f"{lesson}.ipynb" for lesson in LESSONS
                        if (reference / "class" / name / f"{lesson}.ipynb").exists()} for name in STUDENTS}
     out = tmp_path / "out"
     said: list[str] = []
-    monkeypatch.setattr(node, "GraderPlugin", FailsForOneStudent)
+    monkeypatch.setattr(node, "GraderPlugin", getattr(failing_node, failure))
+    monkeypatch.setattr(cluster, "ALLOWED_FAILURES", 1)
+    monkeypatch.setattr(cluster, "IN_FLIGHT_PER_WORKER", 1)
     results, not_graded = cluster.grade_on_cluster(students, local_workers=2, out_dir=out, show=said.append)
     assert set(not_graded) == {FAILING_STUDENT} and set(results) == set(STUDENTS) - {FAILING_STUDENT}
-    assert "a simulated fault of the grader" in not_graded[FAILING_STUDENT]
+    assert reason in not_graded[FAILING_STUDENT], not_graded
     assert any(line.startswith(f"NOT GRADED {FAILING_STUDENT}: ") for line in said), said
     assert _written(out) == set(STUDENTS) - {FAILING_STUDENT}
     assert FAILING_STUDENT not in (out / "grades.csv").read_text()

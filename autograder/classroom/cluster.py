@@ -21,7 +21,15 @@ from autograder.run.errors import SandboxUnavailable
 ALLOWED_FAILURES = 3     # worker deaths while grading one student before the student is given up
 CONNECT_SECONDS = 30.0   # to reach an existing cluster's scheduler
 START_SECONDS = 300.0    # for the first worker of an existing cluster
-IN_FLIGHT_PER_WORKER = 4 # tasks sent ahead of the results: the class's bytes never all in memory
+IN_FLIGHT_PER_WORKER = 2 # tasks sent ahead of the results: the class's bytes never all in memory, and
+                         # few students on a worker that dies (each counts it as a failure)
+
+
+def local_config() -> dict:
+    """A LocalCluster's settings (an existing cluster's are its own: INSTRUCTORS.md says which to set)."""
+    return {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+            # the statistical profiler samples every thread's stack 100 times a second, in every worker
+            "distributed.worker.profile.enabled": False}
 
 
 class ClusterError(Exception):
@@ -48,7 +56,7 @@ def grade_on_cluster(students: dict[str, dict[str, Path]], *, local_workers: int
     if todo:
         lessons = sorted({lesson for notebooks in todo.values() for lesson in notebooks})
         from autograder.classroom.node import GraderPlugin, course_identity
-        with _connect(local_workers, scheduler) as client:
+        with connect(local_workers, scheduler) as client:
             workers = len(client.scheduler_info().get("workers", {}))
             plugin = GraderPlugin(int(memory_limit * 1024 ** 3), lessons, course_identity(lessons),
                                   allow_missing=allow_missing_layers, allow_unsandboxed=allow_unsandboxed, mode=mode,
@@ -70,7 +78,7 @@ def grade_on_cluster(students: dict[str, dict[str, Path]], *, local_workers: int
     return ordered, not_graded
 
 
-class _connect:
+class connect:
     """A client of a LocalCluster of `local_workers` processes (loopback only), or of `scheduler`."""
 
     def __init__(self, local_workers, scheduler):
@@ -86,10 +94,10 @@ class _connect:
                 self.client = Client(self.scheduler, timeout=CONNECT_SECONDS)
                 self.client.wait_for_workers(1, timeout=START_SECONDS)
                 return self.client
-            with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                                  "distributed.worker.daemon": True}):
+            with dask.config.set(local_config()):
                 self.cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
                                             host="127.0.0.1", dashboard_address=None,
+                                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                                             silence_logs=logging.CRITICAL)
                 self.client = Client(self.cluster)
             return self.client
@@ -168,8 +176,8 @@ def _why(future) -> str:
     from distributed import KilledWorker
     exc = future.exception()
     if isinstance(exc, KilledWorker):
-        return (f"the cluster's workers died {ALLOWED_FAILURES + 1} times while grading this student "
-                f"(the last: {exc.last_worker.address if exc.last_worker else 'unknown'})")
+        return (f"the cluster's workers died {exc.allowed_failures + 1} time(s) while grading this student "
+                f"(the last: {getattr(exc.last_worker, 'address', 'unknown')})")
     return f"grading failed twice on the cluster ({type(exc).__name__}: {exc})"
 
 
