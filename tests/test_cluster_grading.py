@@ -273,3 +273,44 @@ def test_a_scheduler_that_cannot_be_reached_is_said_and_nothing_is_written(refer
     run = run_cli("grade", reference / "class", "--out", tmp_path / "out", "--scheduler", "tcp://127.0.0.1:9")
     assert run.returncode == 2 and "nothing was graded: could not reach the cluster" in run.stderr, run.stderr[-2000:]
     assert not (tmp_path / "out").exists()
+
+
+def test_when_no_node_is_left_the_rest_is_listed_and_graded_by_the_next_run(reference, tmp_path, monkeypatch):
+    """An existing cluster whose only worker (no nanny to restart it) dies: Dask would keep the
+    other students waiting for a node forever; after STALL_SECONDS they are listed as not graded."""
+    from autograder.classroom import cluster
+    folder = _bigger_class(reference, tmp_path)
+    students = {p.name: {nb.stem: nb for nb in p.glob("*.ipynb")} for p in sorted(folder.iterdir())}
+    marker = f"AUTOGRADER_TEST_MARK_{uuid.uuid4().hex}"
+    scheduler_file = tmp_path / "scheduler.json"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [_start(["-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                     "--no-dashboard", "--scheduler-file", scheduler_file], marker, **quiet)]
+    worker = ["-m", "distributed.cli.dask_worker", "--scheduler-file", scheduler_file, "--nthreads", "1",
+              "--host", "127.0.0.1", "--no-dashboard", "--no-nanny"]
+    try:
+        _wait(scheduler_file.exists, 60, "the scheduler")
+        procs.append(_start(worker, marker, **quiet))
+        address = json.loads(scheduler_file.read_text())["address"]
+        monkeypatch.setattr(cluster, "STALL_SECONDS", 4.0)
+        said: list[str] = []
+
+        def show(text):              # the worker dies once the first student is written
+            said.append(text)
+            if text.startswith("sandbox:"):
+                procs[1].kill()
+        results, not_graded = cluster.grade_on_cluster(students, scheduler=address, out_dir=tmp_path / "out",
+                                                       show=show)
+        assert results and not_graded and set(results) | set(not_graded) == set(students), (results, not_graded)
+        assert all("no node of the cluster could grade for 4 s" in why for why in not_graded.values())
+        assert _written(tmp_path / "out") == set(results)
+        procs.append(_start(worker, marker, **quiet))          # a node again: the next run grades the rest
+        again, missing = cluster.grade_on_cluster(students, scheduler=address, out_dir=tmp_path / "out",
+                                                  show=said.append)
+        assert not missing and set(again) == set(students)
+        assert f"cluster: {len(not_graded)} student(s) graded on 1 node(s)" in said
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert not _gone(marker), "processes outlived the cluster"

@@ -12,6 +12,7 @@ without a fingerprint (runner.pending). Dask is imported only here and in node.p
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 from autograder.classroom import runner
@@ -21,6 +22,7 @@ from autograder.run.errors import SandboxUnavailable
 ALLOWED_FAILURES = 3     # worker deaths while grading one student before the student is given up
 CONNECT_SECONDS = 30.0   # to reach an existing cluster's scheduler
 START_SECONDS = 300.0    # for the first worker of an existing cluster
+STALL_SECONDS = 600.0    # no node able to grade for this long (all gone or refused): the rest is not graded
 IN_FLIGHT_PER_WORKER = 2 # tasks sent ahead of the results: the class's bytes never all in memory, and
                          # few students on a worker that dies (each counts it as a failure)
 
@@ -153,23 +155,59 @@ def _grade(client, todo, students, time_limit, out_dir, results, not_graded, sho
             yield future
 
     running = as_completed(list(send(itertools.islice(queue, ahead))))
-    for future in runner.progress_bar(running, progress, len(todo)):
-        student = sent[future.key]
-        if future.status == "finished":
-            got = future.result()
-            if not layers:
-                layers.extend(got["layers"])
-                show(sandbox_line(got["layers"], verbose))
-            results[student] = got["result"]
-            graded_on[got["node"]] = graded_on.get(got["node"], 0) + 1
-            if out_dir is not None:
-                runner.write_student(out_dir, student, got["result"], students[student])
-        else:
-            not_graded[student] = _why(future)
-        future.release()   # the cluster forgets it: the results are on disk
-        for more in send(itertools.islice(queue, 1)):
-            running.add(more)
+    stalled: list[str] = []          # why the students still out were given up, once nobody could grade
+    done = threading.Event()
+    threading.Thread(target=_watch, args=(client, running, stalled, done), name="cluster-stall", daemon=True).start()
+    try:
+        for future in runner.progress_bar(running, progress, len(todo)):
+            student = sent[future.key]
+            if future.status == "cancelled" and stalled:
+                not_graded[student] = stalled[0]
+            else:
+                _take(future, student, students, out_dir, results, not_graded, graded_on, layers, show, verbose)
+            future.release()   # the cluster forgets it: the results are on disk
+            for more in send(itertools.islice(queue, 0 if stalled else 1)):
+                running.add(more)
+    finally:
+        done.set()
+    for student, _ in queue:         # never sent: the cluster could not grade
+        not_graded[student] = stalled[0]
     return graded_on
+
+
+def _watch(client, running, stalled: list[str], done) -> None:
+    """Give up the students out once no node has been able to grade for STALL_SECONDS: Dask would
+    keep them waiting for a node forever, and the run would never end."""
+    import time
+    from autograder.classroom.node import SANDBOX
+    last_able = time.monotonic()
+    while not done.wait(min(5.0, STALL_SECONDS / 4)):
+        workers = client.scheduler_info().get("workers", {})
+        if any(w.get("resources", {}).get(SANDBOX) for w in workers.values()):
+            last_able = time.monotonic()
+        elif time.monotonic() - last_able > STALL_SECONDS or stalled:
+            if not stalled:
+                stalled.append(f"no node of the cluster could grade for {STALL_SECONDS:.0f} s (each one gone "
+                               "or refused)")
+            try:   # again each time: a student sent since is given up too
+                client.cancel(list(running.futures))
+            except RuntimeError:   # the set changed while it was copied: the next round
+                pass
+
+
+def _take(future, student, students, out_dir, results, not_graded, graded_on, layers, show, verbose) -> None:
+    """A student's task has ended: write their files, or say why they were not graded."""
+    if future.status != "finished":
+        not_graded[student] = _why(future)
+        return
+    got = future.result()
+    if not layers:
+        layers.extend(got["layers"])
+        show(sandbox_line(got["layers"], verbose))
+    results[student] = got["result"]
+    graded_on[got["node"]] = graded_on.get(got["node"], 0) + 1
+    if out_dir is not None:
+        runner.write_student(out_dir, student, got["result"], students[student])
 
 
 def _why(future) -> str:
