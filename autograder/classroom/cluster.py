@@ -67,7 +67,7 @@ def grade_on_cluster(students: dict[str, dict[str, Path]], *, local_workers: int
                 nodes = _start_nodes(client, plugin, show)
                 graded_on = _grade(client, todo, students, time_limit, out_dir, results, not_graded, show,
                                    progress, verbose)
-                _show_nodes(client, nodes, graded_on, show)
+                _show_nodes(client, nodes, graded_on, show, verbose)
             finally:
                 if scheduler is not None:   # the cluster stays up: its workers close their sandboxes now
                     _quietly(client.unregister_worker_plugin, plugin.name)
@@ -219,8 +219,8 @@ def _why(future) -> str:
     return f"grading failed twice on the cluster ({type(exc).__name__}: {exc})"
 
 
-def _show_nodes(client, nodes: dict[str, dict], graded_on: dict[str, int], show) -> None:
-    """Each node that graded (and any layer it lacks), and each node refused, with why."""
+def _show_nodes(client, nodes: dict[str, dict], graded_on: dict[str, int], show, verbose: bool) -> None:
+    """Each node lost, refused (with why) or lacking a layer; with `verbose`, every node and its layers."""
     from autograder.classroom.node import node_report
     try:   # workers that joined during the run (a dead one's replacement) reported since
         now = client.run(node_report)
@@ -237,4 +237,6 @@ def _show_nodes(client, nodes: dict[str, dict], graded_on: dict[str, int], show)
         elif report.get("missing"):
             lines.append(f"  {addr} ({host}) graded {graded_on.get(addr, 0)} with a layer missing: "
                          + "; ".join(report["missing"]))
+        elif verbose:
+            lines.append(f"  {addr} ({host}) graded {graded_on.get(addr, 0)}: " + "; ".join(report.get("layers", [])))
     show(terminal_safe("\n".join(lines)))
