@@ -314,3 +314,20 @@ def test_when_no_node_is_left_the_rest_is_listed_and_graded_by_the_next_run(refe
             proc.kill()
             proc.wait(timeout=30)
     assert not _gone(marker), "processes outlived the cluster"
+
+
+def test_a_node_whose_sandbox_cannot_start_is_refused_and_named(reference, tmp_path, monkeypatch):
+    from autograder.classroom import cluster, node
+    from support.failing_node import NoSandboxOnNodeOne
+    students = {name: {lesson: reference / "class" / name / f"{lesson}.ipynb" for lesson in LESSONS
+                       if (reference / "class" / name / f"{lesson}.ipynb").exists()} for name in STUDENTS}
+    monkeypatch.setattr(node, "GraderPlugin", NoSandboxOnNodeOne)
+    said: list[str] = []
+    results, not_graded = cluster.grade_on_cluster(students, local_workers=2, out_dir=tmp_path / "out",
+                                                   show=said.append)
+    assert not not_graded and set(results) == set(STUDENTS)
+    assert student_files(tmp_path / "out") == student_files(reference / "jobs")
+    summary = next(text for text in said if text.startswith("cluster:"))
+    assert summary.startswith("cluster: 4 student(s) graded on 1 node(s)"), summary
+    refused = [line for line in summary.splitlines() if "REFUSED" in line]
+    assert len(refused) == 1 and "its sandbox cannot start: bubblewrap could not create the sandbox" in refused[0], summary

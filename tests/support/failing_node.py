@@ -33,3 +33,15 @@ class DiesForOneStudent(GraderPlugin):
 
         runner._grade_one = dying
         await super().setup(worker)
+
+
+class NoSandboxOnNodeOne(GraderPlugin):
+    """The worker named 1 is a node where bubblewrap cannot start at all (its binary is gone) and
+    the plugin asks for bubblewrap: that node's sandbox cannot start."""
+
+    async def setup(self, worker):
+        if worker.name == 1:
+            from autograder.isolate import bwrap
+            bwrap.find_bwrap = lambda: "/nonexistent/bwrap"
+            self.mode = "bwrap"
+        await super().setup(worker)
