@@ -4,8 +4,9 @@
 
 Both commands grade the same synthetic class (benchmarks/grade_class.py: every lesson per
 student; solutions, stubs, buggy notebooks and broken files in turn), in turn, each from a fresh
---out, at N and at 2N students, in wall-clock seconds and in processor seconds of every process (on a
-busy machine the processor time is the steadier measure). The cost per submission is the slope
+--out, at N and at 2N students, in wall-clock seconds and in processor seconds of every process the command waited for
+(on a busy machine the steadier measure; a sandboxed process killed rather than reaped at the
+end of a run is not in it, in either mode). The cost per submission is the slope
 between the two sizes (what one more student costs, once everything has started), the start
 cost its intercept. Then where
 the cluster's extra seconds go, measured on a LocalCluster of the same size in this process:
