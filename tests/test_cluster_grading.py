@@ -331,3 +331,23 @@ def test_a_node_whose_sandbox_cannot_start_is_refused_and_named(reference, tmp_p
     assert summary.startswith("cluster: 4 student(s) graded on 1 node(s)"), summary
     refused = [line for line in summary.splitlines() if "REFUSED" in line]
     assert len(refused) == 1 and "its sandbox cannot start: bubblewrap could not create the sandbox" in refused[0], summary
+
+
+def test_the_course_secret_and_solutions_reach_the_nodes_but_no_students_process(tmp_path):
+    """The nodes have the secret (in their environment, as the client has) and solutions/; a
+    student's code on a node looks for both and finds neither."""
+    secret = uuid.uuid4().hex
+    probe = ("def softmax(x, axis=-1):\n    import os\n"
+             "    found = [k for k, v in os.environ.items() if v == " + repr(secret) + " or 'SECRET' in k]\n"
+             f"    seen = os.path.exists({str(ROOT / 'solutions')!r}) or os.path.exists({str(ROOT / '.course-secret')!r})\n"
+             "    raise ValueError(f'environment: {found or \"nothing\"}; course folder seen: {seen}')\n")
+    notebook_with(LESSONS[0], {"softmax": probe}, tmp_path / "class" / "eve")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), AUTOGRADER_SECRET=secret)
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "class"), "--out",
+                          str(tmp_path / "out"), "--cluster", "local:1"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    feedback = (tmp_path / "out" / "students" / "eve" / "feedback.md").read_text()
+    assert "environment: nothing; course folder seen: False" in feedback, feedback[:3000]
+    assert secret not in feedback and not any(secret in p.read_text(errors="replace")
+                                              for p in (tmp_path / "out").rglob("*") if p.is_file())
