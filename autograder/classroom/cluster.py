@@ -30,8 +30,14 @@ IN_FLIGHT_PER_WORKER = 2 # tasks sent ahead of the results: the class's bytes ne
 def local_config() -> dict:
     """A LocalCluster's settings (an existing cluster's are its own: INSTRUCTORS.md says which to set)."""
     return {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-            # the statistical profiler samples every thread's stack 100 times a second, in every worker
-            "distributed.worker.profile.enabled": False}
+            # Dask's own upkeep, made rare: it costs processor time and, in each worker, takes the GIL
+            # from the thread that grades. The statistical profiler samples every thread 100 times
+            # a second; each server checks its event loop 50 times a second and the system 2 times;
+            # the scheduler looks for work to steal 10 times (a worker holds 2 students at most).
+            "distributed.worker.profile.enabled": False,
+            "distributed.admin.tick.interval": "1s",
+            "distributed.admin.system-monitor.interval": "2s",
+            "distributed.scheduler.work-stealing": False}
 
 
 class ClusterError(Exception):
