@@ -4,8 +4,9 @@
 
 Both commands grade the same synthetic class (benchmarks/grade_class.py: every lesson per
 student; solutions, stubs, buggy notebooks and broken files in turn), in turn, each from a fresh
---out, at N and at 2N students, in wall-clock seconds and in processor seconds of every process (on a
-busy machine the processor time is the steadier measure). The cost per submission is the slope
+--out, at N and at 2N students, in wall-clock seconds and in processor seconds of every process the command waited for
+(on a busy machine the steadier measure; a sandboxed process killed rather than reaped at the
+end of a run is not in it, in either mode). The cost per submission is the slope
 between the two sizes (what one more student costs, once everything has started), the start
 cost its intercept. Then where
 the cluster's extra seconds go, measured on a LocalCluster of the same size in this process:
@@ -16,7 +17,6 @@ Not a test: timings on a shared machine are noisy; compare the ratios of one run
 from __future__ import annotations
 
 import argparse
-import logging
 import pickle
 import subprocess
 import sys
@@ -60,32 +60,28 @@ def side_by_side(tmp: Path, sizes, workers: int, rounds: int) -> dict:
 
 def where_it_goes(folder: Path, workers: int) -> dict:
     """The cluster's own costs, on a LocalCluster like the command's."""
-    import dask
-    from distributed import Client, LocalCluster
     from autograder.classroom import cluster, node
     from autograder.course import COURSE
     student = sorted(p for p in folder.iterdir() if p.is_dir())[0]
     files = {lesson: node.parcel(student / f"{lesson}.ipynb") for lesson in COURSE}
     got = {}
     started = time.perf_counter()
-    with dask.config.set({"distributed.scheduler.allowed-failures": cluster.ALLOWED_FAILURES}):
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None, silence_logs=logging.CRITICAL) as local, Client(local) as client:
-            got["worker processes start"] = time.perf_counter() - started
-            plugin = node.GraderPlugin(2 * 1024 ** 3, list(COURSE), node.course_identity(COURSE))
-            started = time.perf_counter()
-            client.register_plugin(plugin, name=plugin.name)
-            got["node setup (plugin: grader, sandbox, checks)"] = time.perf_counter() - started
-            tasks = 100
-            started = time.perf_counter()
-            futures = [client.submit(len, files, key=f"noop-{i}", resources={node.SANDBOX: 1}, pure=False)
-                       for i in range(tasks)]
-            client.gather(futures)
-            got["scheduler round trip per task, with one student's notebooks"] = (time.perf_counter() - started) / tasks
-            started = time.perf_counter()
-            result = client.submit(node.grade, student.name, files, 10.0, resources={node.SANDBOX: 1},
-                                   pure=False).result()
-            got["one student graded (9 lessons), for scale"] = time.perf_counter() - started
+    with cluster.connect(workers, None) as client:     # the command's LocalCluster
+        got["worker processes start"] = time.perf_counter() - started
+        plugin = node.GraderPlugin(2 * 1024 ** 3, list(COURSE), node.course_identity(COURSE))
+        started = time.perf_counter()
+        client.register_plugin(plugin, name=plugin.name)
+        got["node setup (plugin: grader, sandbox, checks)"] = time.perf_counter() - started
+        tasks = 100
+        started = time.perf_counter()
+        futures = [client.submit(len, files, key=f"noop-{i}", resources={node.SANDBOX: 1}, pure=False)
+                   for i in range(tasks)]
+        client.gather(futures)
+        got["scheduler round trip per task, with one student's notebooks"] = (time.perf_counter() - started) / tasks
+        started = time.perf_counter()
+        result = client.submit(node.grade, student.name, files, 10.0, resources={node.SANDBOX: 1},
+                               pure=False).result()
+        got["one student graded (9 lessons), for scale"] = time.perf_counter() - started
     started = time.perf_counter()
     for _ in range(20):
         pickle.loads(pickle.dumps((files, result)))

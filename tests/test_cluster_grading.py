@@ -238,17 +238,25 @@ def test_with_no_node_that_may_grade_nothing_is_graded_and_each_node_is_named(re
         {s: f["results"]["score"] for s, f in student_files(reference / "jobs").items()}
 
 
-def test_a_student_whose_task_keeps_failing_is_listed_and_graded_by_the_next_run(reference, tmp_path, monkeypatch):
+@pytest.mark.parametrize("failure, reason", [("FailsForOneStudent", "a simulated fault of the grader"),
+                                             ("DiesForOneStudent", "workers died 2 time(s)")])
+def test_a_student_whose_task_keeps_failing_is_listed_and_graded_by_the_next_run(reference, tmp_path, monkeypatch,
+                                                                                  failure, reason):
+    """A grader's fault (retried once), or a worker's death (allowed-failures 1 here, to be quick; one
+    student in flight per worker, so that no other student is on the worker that dies)."""
     from autograder.classroom import cluster, node
-    from support.failing_node import FAILING_STUDENT, FailsForOneStudent
+    from support import failing_node
+    from support.failing_node import FAILING_STUDENT
     students = {name: {lesson: reference / "class" / name / f"{lesson}.ipynb" for lesson in LESSONS
                        if (reference / "class" / name / f"{lesson}.ipynb").exists()} for name in STUDENTS}
     out = tmp_path / "out"
     said: list[str] = []
-    monkeypatch.setattr(node, "GraderPlugin", FailsForOneStudent)
+    monkeypatch.setattr(node, "GraderPlugin", getattr(failing_node, failure))
+    monkeypatch.setattr(cluster, "ALLOWED_FAILURES", 1)
+    monkeypatch.setattr(cluster, "IN_FLIGHT_PER_WORKER", 1)
     results, not_graded = cluster.grade_on_cluster(students, local_workers=2, out_dir=out, show=said.append)
     assert set(not_graded) == {FAILING_STUDENT} and set(results) == set(STUDENTS) - {FAILING_STUDENT}
-    assert "a simulated fault of the grader" in not_graded[FAILING_STUDENT]
+    assert reason in not_graded[FAILING_STUDENT], not_graded
     assert any(line.startswith(f"NOT GRADED {FAILING_STUDENT}: ") for line in said), said
     assert _written(out) == set(STUDENTS) - {FAILING_STUDENT}
     assert FAILING_STUDENT not in (out / "grades.csv").read_text()
@@ -265,3 +273,81 @@ def test_a_scheduler_that_cannot_be_reached_is_said_and_nothing_is_written(refer
     run = run_cli("grade", reference / "class", "--out", tmp_path / "out", "--scheduler", "tcp://127.0.0.1:9")
     assert run.returncode == 2 and "nothing was graded: could not reach the cluster" in run.stderr, run.stderr[-2000:]
     assert not (tmp_path / "out").exists()
+
+
+def test_when_no_node_is_left_the_rest_is_listed_and_graded_by_the_next_run(reference, tmp_path, monkeypatch):
+    """An existing cluster whose only worker (no nanny to restart it) dies: Dask would keep the
+    other students waiting for a node forever; after STALL_SECONDS they are listed as not graded."""
+    from autograder.classroom import cluster
+    folder = _bigger_class(reference, tmp_path)
+    students = {p.name: {nb.stem: nb for nb in p.glob("*.ipynb")} for p in sorted(folder.iterdir())}
+    marker = f"AUTOGRADER_TEST_MARK_{uuid.uuid4().hex}"
+    scheduler_file = tmp_path / "scheduler.json"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [_start(["-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                     "--no-dashboard", "--scheduler-file", scheduler_file], marker, **quiet)]
+    worker = ["-m", "distributed.cli.dask_worker", "--scheduler-file", scheduler_file, "--nthreads", "1",
+              "--host", "127.0.0.1", "--no-dashboard", "--no-nanny"]
+    try:
+        _wait(scheduler_file.exists, 60, "the scheduler")
+        procs.append(_start(worker, marker, **quiet))
+        address = json.loads(scheduler_file.read_text())["address"]
+        monkeypatch.setattr(cluster, "STALL_SECONDS", 4.0)
+        said: list[str] = []
+
+        def show(text):              # the worker dies once the first student is written
+            said.append(text)
+            if text.startswith("sandbox:"):
+                procs[1].kill()
+        results, not_graded = cluster.grade_on_cluster(students, scheduler=address, out_dir=tmp_path / "out",
+                                                       show=show)
+        assert results and not_graded and set(results) | set(not_graded) == set(students), (results, not_graded)
+        assert all("no node of the cluster could grade for 4 s" in why for why in not_graded.values())
+        assert _written(tmp_path / "out") == set(results)
+        procs.append(_start(worker, marker, **quiet))          # a node again: the next run grades the rest
+        again, missing = cluster.grade_on_cluster(students, scheduler=address, out_dir=tmp_path / "out",
+                                                  show=said.append)
+        assert not missing and set(again) == set(students)
+        assert f"cluster: {len(not_graded)} student(s) graded on 1 node(s)" in said
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert not _gone(marker), "processes outlived the cluster"
+
+
+def test_a_node_whose_sandbox_cannot_start_is_refused_and_named(reference, tmp_path, monkeypatch):
+    from autograder.classroom import cluster, node
+    from support.failing_node import NoSandboxOnNodeOne
+    students = {name: {lesson: reference / "class" / name / f"{lesson}.ipynb" for lesson in LESSONS
+                       if (reference / "class" / name / f"{lesson}.ipynb").exists()} for name in STUDENTS}
+    monkeypatch.setattr(node, "GraderPlugin", NoSandboxOnNodeOne)
+    said: list[str] = []
+    results, not_graded = cluster.grade_on_cluster(students, local_workers=2, out_dir=tmp_path / "out",
+                                                   show=said.append)
+    assert not not_graded and set(results) == set(STUDENTS)
+    assert student_files(tmp_path / "out") == student_files(reference / "jobs")
+    summary = next(text for text in said if text.startswith("cluster:"))
+    assert summary.startswith("cluster: 4 student(s) graded on 1 node(s)"), summary
+    refused = [line for line in summary.splitlines() if "REFUSED" in line]
+    assert len(refused) == 1 and "its sandbox cannot start: bubblewrap could not create the sandbox" in refused[0], summary
+
+
+def test_the_course_secret_and_solutions_reach_the_nodes_but_no_students_process(tmp_path):
+    """The nodes have the secret (in their environment, as the client has) and solutions/; a
+    student's code on a node looks for both and finds neither."""
+    secret = uuid.uuid4().hex
+    probe = ("def softmax(x, axis=-1):\n    import os\n"
+             "    found = [k for k, v in os.environ.items() if v == " + repr(secret) + " or 'SECRET' in k]\n"
+             f"    seen = os.path.exists({str(ROOT / 'solutions')!r}) or os.path.exists({str(ROOT / '.course-secret')!r})\n"
+             "    raise ValueError(f'environment: {found or \"nothing\"}; course folder seen: {seen}')\n")
+    notebook_with(LESSONS[0], {"softmax": probe}, tmp_path / "class" / "eve")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), AUTOGRADER_SECRET=secret)
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "class"), "--out",
+                          str(tmp_path / "out"), "--cluster", "local:1"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    feedback = (tmp_path / "out" / "students" / "eve" / "feedback.md").read_text()
+    assert "environment: nothing; course folder seen: False" in feedback, feedback[:3000]
+    assert secret not in feedback and not any(secret in p.read_text(errors="replace")
+                                              for p in (tmp_path / "out").rglob("*") if p.is_file())

@@ -12,6 +12,7 @@ without a fingerprint (runner.pending). Dask is imported only here and in node.p
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 from autograder.classroom import runner
@@ -21,7 +22,22 @@ from autograder.run.errors import SandboxUnavailable
 ALLOWED_FAILURES = 3     # worker deaths while grading one student before the student is given up
 CONNECT_SECONDS = 30.0   # to reach an existing cluster's scheduler
 START_SECONDS = 300.0    # for the first worker of an existing cluster
-IN_FLIGHT_PER_WORKER = 4 # tasks sent ahead of the results: the class's bytes never all in memory
+STALL_SECONDS = 600.0    # no node able to grade for this long (all gone or refused): the rest is not graded
+IN_FLIGHT_PER_WORKER = 2 # tasks sent ahead of the results: the class's bytes never all in memory, and
+                         # few students on a worker that dies (each counts it as a failure)
+
+
+def local_config() -> dict:
+    """A LocalCluster's settings (an existing cluster's are its own: INSTRUCTORS.md says which to set)."""
+    return {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+            # Dask's own upkeep, made rare: it costs processor time and, in each worker, takes the GIL
+            # from the thread that grades. The statistical profiler samples every thread 100 times
+            # a second; each server checks its event loop 50 times a second and the system 2 times;
+            # the scheduler looks for work to steal 10 times (a worker holds 2 students at most).
+            "distributed.worker.profile.enabled": False,
+            "distributed.admin.tick.interval": "1s",
+            "distributed.admin.system-monitor.interval": "2s",
+            "distributed.scheduler.work-stealing": False}
 
 
 class ClusterError(Exception):
@@ -48,7 +64,7 @@ def grade_on_cluster(students: dict[str, dict[str, Path]], *, local_workers: int
     if todo:
         lessons = sorted({lesson for notebooks in todo.values() for lesson in notebooks})
         from autograder.classroom.node import GraderPlugin, course_identity
-        with _connect(local_workers, scheduler) as client:
+        with connect(local_workers, scheduler) as client:
             workers = len(client.scheduler_info().get("workers", {}))
             plugin = GraderPlugin(int(memory_limit * 1024 ** 3), lessons, course_identity(lessons),
                                   allow_missing=allow_missing_layers, allow_unsandboxed=allow_unsandboxed, mode=mode,
@@ -57,7 +73,7 @@ def grade_on_cluster(students: dict[str, dict[str, Path]], *, local_workers: int
                 nodes = _start_nodes(client, plugin, show)
                 graded_on = _grade(client, todo, students, time_limit, out_dir, results, not_graded, show,
                                    progress, verbose)
-                _show_nodes(client, nodes, graded_on, show)
+                _show_nodes(client, nodes, graded_on, show, verbose)
             finally:
                 if scheduler is not None:   # the cluster stays up: its workers close their sandboxes now
                     _quietly(client.unregister_worker_plugin, plugin.name)
@@ -70,7 +86,7 @@ def grade_on_cluster(students: dict[str, dict[str, Path]], *, local_workers: int
     return ordered, not_graded
 
 
-class _connect:
+class connect:
     """A client of a LocalCluster of `local_workers` processes (loopback only), or of `scheduler`."""
 
     def __init__(self, local_workers, scheduler):
@@ -86,10 +102,10 @@ class _connect:
                 self.client = Client(self.scheduler, timeout=CONNECT_SECONDS)
                 self.client.wait_for_workers(1, timeout=START_SECONDS)
                 return self.client
-            with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                                  "distributed.worker.daemon": True}):
+            with dask.config.set(local_config()):
                 self.cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
                                             host="127.0.0.1", dashboard_address=None,
+                                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                                             silence_logs=logging.CRITICAL)
                 self.client = Client(self.cluster)
             return self.client
@@ -145,36 +161,72 @@ def _grade(client, todo, students, time_limit, out_dir, results, not_graded, sho
             yield future
 
     running = as_completed(list(send(itertools.islice(queue, ahead))))
-    for future in runner.progress_bar(running, progress, len(todo)):
-        student = sent[future.key]
-        if future.status == "finished":
-            got = future.result()
-            if not layers:
-                layers.extend(got["layers"])
-                show(sandbox_line(got["layers"], verbose))
-            results[student] = got["result"]
-            graded_on[got["node"]] = graded_on.get(got["node"], 0) + 1
-            if out_dir is not None:
-                runner.write_student(out_dir, student, got["result"], students[student])
-        else:
-            not_graded[student] = _why(future)
-        future.release()   # the cluster forgets it: the results are on disk
-        for more in send(itertools.islice(queue, 1)):
-            running.add(more)
+    stalled: list[str] = []          # why the students still out were given up, once nobody could grade
+    done = threading.Event()
+    threading.Thread(target=_watch, args=(client, running, stalled, done), name="cluster-stall", daemon=True).start()
+    try:
+        for future in runner.progress_bar(running, progress, len(todo)):
+            student = sent[future.key]
+            if future.status == "cancelled" and stalled:
+                not_graded[student] = stalled[0]
+            else:
+                _take(future, student, students, out_dir, results, not_graded, graded_on, layers, show, verbose)
+            future.release()   # the cluster forgets it: the results are on disk
+            for more in send(itertools.islice(queue, 0 if stalled else 1)):
+                running.add(more)
+    finally:
+        done.set()
+    for student, _ in queue:         # never sent: the cluster could not grade
+        not_graded[student] = stalled[0]
     return graded_on
+
+
+def _watch(client, running, stalled: list[str], done) -> None:
+    """Give up the students out once no node has been able to grade for STALL_SECONDS: Dask would
+    keep them waiting for a node forever, and the run would never end."""
+    import time
+    from autograder.classroom.node import SANDBOX
+    last_able = time.monotonic()
+    while not done.wait(min(5.0, STALL_SECONDS / 4)):
+        workers = client.scheduler_info().get("workers", {})
+        if any(w.get("resources", {}).get(SANDBOX) for w in workers.values()):
+            last_able = time.monotonic()
+        elif time.monotonic() - last_able > STALL_SECONDS or stalled:
+            if not stalled:
+                stalled.append(f"no node of the cluster could grade for {STALL_SECONDS:.0f} s (each one gone "
+                               "or refused)")
+            try:   # again each time: a student sent since is given up too
+                client.cancel(list(running.futures))
+            except RuntimeError:   # the set changed while it was copied: the next round
+                pass
+
+
+def _take(future, student, students, out_dir, results, not_graded, graded_on, layers, show, verbose) -> None:
+    """A student's task has ended: write their files, or say why they were not graded."""
+    if future.status != "finished":
+        not_graded[student] = _why(future)
+        return
+    got = future.result()
+    if not layers:
+        layers.extend(got["layers"])
+        show(sandbox_line(got["layers"], verbose))
+    results[student] = got["result"]
+    graded_on[got["node"]] = graded_on.get(got["node"], 0) + 1
+    if out_dir is not None:
+        runner.write_student(out_dir, student, got["result"], students[student])
 
 
 def _why(future) -> str:
     from distributed import KilledWorker
     exc = future.exception()
     if isinstance(exc, KilledWorker):
-        return (f"the cluster's workers died {ALLOWED_FAILURES + 1} times while grading this student "
-                f"(the last: {exc.last_worker.address if exc.last_worker else 'unknown'})")
+        return (f"the cluster's workers died {exc.allowed_failures + 1} time(s) while grading this student "
+                f"(the last: {getattr(exc.last_worker, 'address', 'unknown')})")
     return f"grading failed twice on the cluster ({type(exc).__name__}: {exc})"
 
 
-def _show_nodes(client, nodes: dict[str, dict], graded_on: dict[str, int], show) -> None:
-    """Each node that graded (and any layer it lacks), and each node refused, with why."""
+def _show_nodes(client, nodes: dict[str, dict], graded_on: dict[str, int], show, verbose: bool) -> None:
+    """Each node lost, refused (with why) or lacking a layer; with `verbose`, every node and its layers."""
     from autograder.classroom.node import node_report
     try:   # workers that joined during the run (a dead one's replacement) reported since
         now = client.run(node_report)
@@ -191,4 +243,6 @@ def _show_nodes(client, nodes: dict[str, dict], graded_on: dict[str, int], show)
         elif report.get("missing"):
             lines.append(f"  {addr} ({host}) graded {graded_on.get(addr, 0)} with a layer missing: "
                          + "; ".join(report["missing"]))
+        elif verbose:
+            lines.append(f"  {addr} ({host}) graded {graded_on.get(addr, 0)}: " + "; ".join(report.get("layers", [])))
     show(terminal_safe("\n".join(lines)))

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from distributed import WorkerPlugin, get_worker
+from distributed.core import Status
 
 SANDBOX = "autograder-sandbox"     # the resource of a node that passed its checks
 PLUGIN = "autograder"
@@ -69,6 +70,12 @@ class GraderPlugin(WorkerPlugin):
         _report.update(report, node=worker.address, host=worker.ip)
         # set either way: a node started with --resources autograder-sandbox=1 is refused all the same
         await worker.set_resources(**{SANDBOX: 1 if report["refused"] is None else 0})
+        if report["refused"] is None and worker.status == Status.running:
+            # The scheduler looks again at students no node could take (a dead node's, while its
+            # replacement starts) when a worker joins or resumes, not when its resources change
+            # (distributed 2025.1): without this they would wait forever.
+            worker.status = Status.paused
+            worker.status = Status.running
 
     def _start(self, nthreads: int) -> dict:
         os.environ["OMP_NUM_THREADS"] = "1"      # as the command line sets it: the grader's tensors are tiny
@@ -94,6 +101,7 @@ class GraderPlugin(WorkerPlugin):
 
     def teardown(self, worker):
         from autograder.classroom import runner
+        _report.clear()          # a task that still comes is refused (see grade)
         if runner._sandbox is not None:
             runner._sandbox.close()
 
