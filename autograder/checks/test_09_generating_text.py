@@ -507,9 +507,12 @@ class Run:
             raise Mismatch(f"{self.call} returned a float tensor; token ids are integers (torch.long)",
                            mistake="wrong-type")
         found = self.generate_variants()
+        b, t0 = self.prompt.shape
+        if isinstance(self.tokens, torch.Tensor) and tuple(self.tokens.shape) == (b, self.new) and t0:
+            self.check_new_tokens_only(found)
         try:
             expect_tensor(self.tokens, self.expected(), call=self.call,
-                          mutants=Fingerprints(self.expected, found, depth=2 if self.grad_term else 1))
+                          mutants=Fingerprints(self.expected, found, depth=2 if self.grad_term or self.cache_term else 1))
         except Mismatch as err:
             if problem is not None:
                 raise self.blame_probs(problem, err.line) from None
@@ -522,6 +525,21 @@ class Run:
         if self.tokens.dtype != torch.long:
             raise Mismatch(f"{self.call} returned dtype {str(self.tokens.dtype).replace('torch.', '')}; token ids "
                            "are torch.long", mistake="wrong-type")
+
+    def check_new_tokens_only(self, found):
+        """The tokens came back without the prompt ((B, max_new_tokens)): wrong-shape, and the new tokens
+        judged as well against the reference's, so a mistake in them is named too."""
+        t0 = self.prompt.shape[1]
+        shape = ("wrong-shape", "only the new tokens are returned, without the prompt before them")
+        line = (f"{self.call} returned shape {tuple(self.tokens.shape)}, the new tokens without the prompt; "
+                f"expected {(self.prompt.shape[0], t0 + self.new)}")
+        try:
+            expect_tensor(self.tokens, self.expected()[:, t0:], call=f"the new tokens of {self.call}",
+                          mutants=Fingerprints(lambda **kw: self.expected(**kw)[:, t0:], found,
+                                               depth=2 if self.grad_term or self.cache_term else 1))
+        except Mismatch as err:
+            raise Mismatch(f"{line}\n{err.line}", found=[shape] + list(err.found), extra=err.extra) from None
+        raise Mismatch(line, found=[shape])
 
     def check_flag_restored(self):
         """The model answers after generate as a model in the mode generate found it in: its logits (no
