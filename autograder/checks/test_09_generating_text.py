@@ -140,6 +140,8 @@ def probs_mutants(next_token_probs, logits, temperature, top_k, top_p):
                        "logit are removed", top_k_ties="drop"),
             Variant.of("top-k-ties-dropped", "exactly k tokens are kept, so tokens that tie with the k-th largest "
                        "logit are removed", top_k_ties="sort"),
+            Variant.of("top-k-ties-dropped", "exactly k tokens are kept, so tokens that tie with the k-th largest "
+                       "logit are removed", top_k_ties="argsort"),
             # what the answer equals, never how the code got there: top-p before top-k (OpenNMT), top-p
             # alone when both are given (fairseq) and a top-k on the probabilities all give it
             Variant.of(None, f"with top_k={top_k} and top_p={top_p:.4g} together, the answer equals the top-p set "

@@ -45,7 +45,8 @@ def sample_probs(next_token_probs, logits, temperature=1.0, top_k=None, top_p=No
     top_k_ties="drop": the top k are torch.topk's k indices (top-k-ties-dropped): the reference without
         top_k, on logits that are -inf outside those indices (or, with top_k_on="probs", its softmax's
         output zeroed there); top_k_ties="sort": the first k of torch.sort's descending order (an unstable
-        sort: Gemma's sampler), also top-k-ties-dropped.
+        sort: Gemma's sampler), or "argsort": the last k of an ascending torch.argsort (ChatRWKV), also
+        top-k-ties-dropped.
     top_p_order="reversed": the reference's torch.sort breaking ties higher index first (top-p-tie-order).
     top_k_bound="next": the threshold is the (k + 1)-th largest logit (one token too many is kept);
         "above": only logits above the k-th largest are kept (the k-th and its ties removed). Neither is
@@ -75,9 +76,10 @@ def sample_probs(next_token_probs, logits, temperature=1.0, top_k=None, top_p=No
     if top_k is not None and (top_k_ties != "keep" or top_k_on == "probs" or top_k_bound != "kth"):
         k = min(int(top_k) + (top_k_bound == "next"), logits.shape[-1])
         scaled = logits / temperature if temperature_on == "logits" else logits
-        if top_k_ties in ("drop", "sort"):     # torch.topk's k indices, or the first k of torch.sort's order
-            first = (torch.topk(scaled, k, dim=-1).indices if top_k_ties == "drop" else
-                     torch.sort(scaled, dim=-1, descending=True).indices[..., :k])
+        if top_k_ties in ("drop", "sort", "argsort"):   # torch.topk's k indices, the first k of torch.sort's
+            first = (torch.topk(scaled, k, dim=-1).indices if top_k_ties == "drop" else   # order, the last k
+                     torch.sort(scaled, dim=-1, descending=True).indices[..., :k] if top_k_ties == "sort" else
+                     torch.argsort(scaled, dim=-1)[..., scaled.shape[-1] - k:])     # of torch.argsort's
             keep_k = torch.zeros_like(scaled, dtype=torch.bool).scatter(-1, first, True)
         elif top_k_bound == "above":
             keep_k = scaled > torch.topk(scaled, k, dim=-1).values[..., -1:]
