@@ -22,7 +22,7 @@ from autograder.course import COURSE
 from autograder.grading.compare import Mismatch, as_numpy
 from autograder.run.errors import StudentError
 
-ROUNDS = 32                     # rounds of answers: a helper that raises (a stub) lets one new call through per round
+ROUNDS = 12                     # rounds of answers (a helper that raises, a stub, lets one new call through per round)
 MAX_CALLS = 64                  # arguments the grader answers per helper and check (Answers notes no more)
 
 # lessons whose helper pairs are handled elsewhere (09) or are not calls (06: a test the student writes)

@@ -3,10 +3,25 @@
 # expect: full MultiHeadAttention
 # The reference's MultiHeadAttention (the solution's cell) beside the merge_heads of wrong_05_merge_heads_no_transpose.py: MultiHeadAttention calls
 # merge_heads, and is graded with the reference merge_heads in place of the wrong one (issue 32).
+# The other helper, split_heads, is the solution's (a stub there takes a round of answers per call).
 # %% merge_heads
 def merge_heads(x):
     B, h, T, d = x.shape
     return x.reshape(B, T, h * d)
+# %% split_heads
+def split_heads(x, num_heads):
+    """Split the features of every token into heads.
+
+    Args:
+        x: tensor of shape (B, T, d_model).
+        num_heads: h; d_model must be divisible by h.
+
+    Returns:
+        Tensor of shape (B, h, T, d_model // h); out[b, i, t] is the i-th slice of size
+        d_k = d_model // h of the features of token t.
+    """
+    B, T, d_model = x.shape
+    return x.view(B, T, num_heads, d_model // num_heads).transpose(1, 2)  # (B, h, T, d_k)
 # %% MultiHeadAttention
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with learned projections (the course's conventions).

@@ -3,10 +3,24 @@
 # expect: full MultiHeadAttention
 # The reference's MultiHeadAttention (the solution's cell) beside the split_heads of wrong_05_split_heads_no_transpose.py: MultiHeadAttention calls
 # split_heads, and is graded with the reference split_heads in place of the wrong one (issue 32).
+# The other helper, merge_heads, is the solution's (a stub there takes a round of answers per call).
 # %% split_heads
 def split_heads(x, num_heads):
     B, T, D = x.shape
     return x.reshape(B, num_heads, T, D // num_heads)
+# %% merge_heads
+def merge_heads(x):
+    """Concatenate the heads of every token: the inverse of split_heads.
+
+    Args:
+        x: tensor of shape (B, h, T, d_k).
+
+    Returns:
+        Tensor of shape (B, T, h * d_k) whose features for token t are
+        [head 0 | head 1 | ... | head h-1] of token t.
+    """
+    B, h, T, d_k = x.shape
+    return x.transpose(1, 2).reshape(B, T, h * d_k)  # (B, T, h * d_k)
 # %% MultiHeadAttention
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with learned projections (the course's conventions).
