@@ -119,8 +119,6 @@ def probs_mutants(next_token_probs, logits, temperature, top_k, top_p):
                    "softmax (which the renormalisation then undoes), instead of the logits before it",
                    temperature_on="probs"),
         Variant.of("not-renormalised", "the kept probabilities are not divided by their sum", renormalise=False)]
-    # first: at a temperature above 1 it keeps fewer tokens, as dropping the crossing token does; the checks at
-    # temperature 1 pass for it, so a code that drops that token has matched there first (Fingerprints.recent)
     # (not with top_k: top-p chosen before top-k can look the same there)
     if isinstance(top_p, float) and temperature != 1.0 and top_k is None:
         found += [Variant.of("top-p-before-temperature", f"the top-p set is the one of the logits before the "
@@ -247,19 +245,32 @@ def test_probs_combined_and_batched(student, reference, rng):
     """temperature, top_k and top_p together on logits with two batch axes: sums to 1, removed tokens exactly 0"""
     logits = tensor(rng, 2, 3, 10) * 2
     check_probs(student, reference, logits, float(rng.uniform(0.6, 0.9)), 6, None, exact=True)
-    temperature = float(rng.uniform(1.2, 2.0))
-    scaled = torch.softmax(logits.double() / temperature, -1).numpy()
-    top_p = float(rng.uniform(0.5, 0.8))
-    while np.abs(np.sort(scaled, -1)[..., ::-1].cumsum(-1) - top_p).min() < 1e-3:
+    # below 1, top-p chosen before the temperature keeps more tokens and dropping the crossing token fewer, so
+    # these two never give the same answer; above 1 both keep fewer (and the two together do not cancel out)
+    for low, high in ((0.4, 0.7), (1.2, 2.0)):
+        temperature = float(rng.uniform(low, high))
+        scaled = torch.softmax(logits.double() / temperature, -1).numpy()
         top_p = float(rng.uniform(0.5, 0.8))
-    check_probs(student, reference, logits, temperature, None, top_p, exact=True)
+        while np.abs(np.sort(scaled, -1)[..., ::-1].cumsum(-1) - top_p).min() < 1e-3:
+            top_p = float(rng.uniform(0.5, 0.8))
+        check_probs(student, reference, logits, temperature, None, top_p, exact=True)
     # top_k then top_p: the running totals of the top-k distribution decide
     k = 5
     kth = torch.topk(logits.double() / 0.8, k, dim=-1).values[..., -1:]
     masked = torch.softmax((logits.double() / 0.8).masked_fill(logits.double() / 0.8 < kth, float("-inf")), -1)
-    top_p = float(rng.uniform(0.5, 0.8))
-    while np.abs(np.sort(masked.numpy(), -1)[..., ::-1].cumsum(-1) - top_p).min() < 1e-3:
+    full = np.sort(torch.softmax(logits.double() / 0.8, -1).numpy(), -1)[..., ::-1]
+    masked = np.sort(masked.numpy(), -1)[..., ::-1]
+
+    def kept(sorted_probs, p):         # how many tokens top-p keeps from probabilities sorted in decreasing order
+        return ((sorted_probs.cumsum(-1) - sorted_probs) < p).sum(-1)
+
+    # a top_p away from every running total, for which top-p chosen over all the tokens, then limited to the
+    # top k, keeps other tokens than top-p over the top k alone (top-p before top-k, or top-k skipped)
+    for _ in range(50):
         top_p = float(rng.uniform(0.5, 0.8))
+        if np.abs(masked.cumsum(-1) - top_p).min() >= 1e-3 and np.abs(full.cumsum(-1) - top_p).min() >= 1e-3 \
+                and (np.minimum(kept(full, top_p), k) != kept(masked, top_p)).any():
+            break
     check_probs(student, reference, logits, 0.8, k, top_p, exact=True)
 
 

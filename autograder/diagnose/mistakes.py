@@ -389,8 +389,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "Top-p keeps the smallest set of most likely tokens whose total reaches top_p: a token is kept when "
         "the total of the tokens before it is below top_p. Without the crossing token the kept set sums to "
         "less than top_p, and it can be empty.",
-        "Keep `cumsum - sorted_probs < top_p` (the total before each token), not `cumsum < top_p`; or shift "
-        "the removal mask right by one.",
+        "With `p` the probabilities sorted in decreasing order, keep a token while the total before it is below "
+        "top_p: `torch.cumsum(p, dim=-1) - p < top_p`, not `torch.cumsum(p, dim=-1) < top_p`.",
         "the output equals top-p with the crossing token removed"),
     Mistake(
         "not-renormalised", "The kept probabilities do not sum to 1",
