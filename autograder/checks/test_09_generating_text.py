@@ -314,8 +314,8 @@ class Run:
 
     CACHE_MISTAKES = (("recompute", "cache-not-used", "the whole sequence is given to the model at every step "
                        "without the cache, so every step recomputes the text so far"),
-                      ("whole", "prompt-fed-again", "the whole sequence is given to the model at every step together "
-                       "with the cache, so the cache holds the text twice over"),
+                      ("whole", "prompt-fed-again", "the whole sequence so far is given to the model at every step "
+                       "together with the cache"),
                       ("dropped", "cache-dropped", "each new token is given to the model alone without the cache"),
                       ("stale", None, "each new token is given with the prompt's cache instead of the cache the "
                        "previous call returned"))

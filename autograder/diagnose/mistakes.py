@@ -371,9 +371,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
     Mistake(
         "rope-sign-flipped", "RoPE turns the other way",
         "The lesson's rotation is out_i = x_i cos - x_{i+d/2} sin and out_{i+d/2} = x_{i+d/2} cos + x_i sin. "
-        "With the signs of the sine terms swapped every pair turns by -p θ_i: scores still depend only on "
-        "the distance between positions, but with the opposite sign, so weights of a model trained with "
-        "RoPE no longer fit.",
+        "Turned by -p θ_i instead, scores still depend only on the distance between positions, but with the "
+        "opposite sign, so the weights of a model trained with RoPE no longer fit.",
         "Return `torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)` with `x1, x2` the two halves "
         "of the features.",
         "the output equals RoPE at the positions negated"),
@@ -411,30 +410,29 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "given are those of the whole sequence at every step without the cache"),
     Mistake(
         "cache-dropped", "Each new token is fed without the cache",
-        "After the prompt, the new token goes to the model alone, without the cache the previous call "
-        "returned, so the model sees that one token and forgets the text before it.",
+        "The model then sees only that token and forgets the text before it: the cache is what carries the "
+        "prompt and the tokens drawn so far from one call to the next.",
         "Keep the cache each call returns and give it back with the next token: `model(token, cache=cache)`.",
         "generate's tokens are those of a generation that calls the model with each new token and no cache"),
     Mistake(
         "prompt-fed-again", "The whole sequence is fed again together with the cache",
-        "After the prompt, the model must be given only the new token (B, 1) with the cache. Given the "
-        "whole sequence so far together with the cache, it stores those keys a second time and counts "
-        "positions on from the end of the cache, so each step sees the text twice at the wrong positions.",
+        "After the prompt the model must be given only the new token (B, 1) with the cache: the cache already "
+        "holds the text so far, so the model stores it a second time and counts positions on from the end of "
+        "the cache, and each step sees the text twice at the wrong positions.",
         "In the loop give the model only the token just drawn, `next_token` of shape (B, 1): "
         "`logits, cache = model(next_token, cache=cache)`.",
         "generate's tokens are those of a generation that gives the model the whole sequence with the cache"),
     Mistake(
         "first-position-logits", "The next token is drawn from the first position's logits",
-        "The model returns logits for every position it was given; the next token follows the last one. "
-        "`logits[:, 0]` reads the first position, which after the prompt predicts the prompt's second "
-        "token, not the token after it.",
+        "The model returns logits for every position it was given, and the next token follows the last one; "
+        "the first position's logits predict the prompt's second token, not the token after the prompt.",
         "Take the last position: `logits[:, -1]` (shape (B, V)).",
         "generate's tokens are those of a generation that reads the logits of the first position"),
     Mistake(
         "top-p-before-temperature", "Top-p chosen before the temperature",
-        "The temperature changes which tokens reach top_p: divide the logits by it first, then choose "
-        "the top-p set from the softmax of the scaled logits. Choosing the set from the raw logits keeps "
-        "too few tokens when the temperature is above 1 and too many below it.",
+        "The temperature changes which tokens reach top_p, so the set must come from the softmax of the "
+        "scaled logits: from the raw ones it holds too few tokens when the temperature is above 1 and too "
+        "many below it.",
         "Divide first (`scaled = logits / temperature`), apply top-k, take the softmax of `scaled`, and "
         "only then choose the top-p set from those probabilities.",
         "the output equals top-p chosen at temperature 1, the kept tokens given the probabilities at the "
