@@ -119,10 +119,6 @@ def probs_mutants(next_token_probs, logits, temperature, top_k, top_p):
                    "softmax (which the renormalisation then undoes), instead of the logits before it",
                    temperature_on="probs"),
         Variant.of("not-renormalised", "the kept probabilities are not divided by their sum", renormalise=False)]
-    # (not with top_k: top-p chosen before top-k can look the same there)
-    if isinstance(top_p, float) and temperature != 1.0 and top_k is None:
-        found += [Variant.of("top-p-before-temperature", f"the top-p set is the one of the logits before the "
-                             f"division by temperature={temperature:g}", top_p_on="raw")]
     if isinstance(top_p, float):
         found += [
             Variant.of("top-p-drops-threshold-token", "a token is kept only while the running total *including* "
@@ -132,6 +128,11 @@ def probs_mutants(next_token_probs, logits, temperature, top_k, top_p):
                        top_p_empty="first"),
             Variant.of("top-p-tie-order", "tokens of equal probability are taken higher index first (an ascending "
                        "sort, then the end of it)", top_p_order="reversed")]
+    # after the crossing token dropped: above 1 both keep fewer tokens, and where one answer fits both, dropping
+    # the token is the simpler explanation (not with top_k: top-p chosen before top-k can look the same there)
+    if isinstance(top_p, float) and temperature != 1.0 and top_k is None:
+        found += [Variant.of("top-p-before-temperature", f"the top-p set is the one of the logits before the "
+                             f"division by temperature={temperature:g}", top_p_on="raw")]
     if isinstance(top_k, int):
         found += [
             Variant.of("top-k-ties-dropped", "exactly k tokens are kept, so tokens that tie with the k-th largest "
