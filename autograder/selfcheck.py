@@ -57,7 +57,7 @@ def run_selfcheck(lesson_id: str, exercise: str, obj, verbose: bool = False) -> 
     from autograder.grading.plugin import GradingPlugin, run_checks
     from autograder.grading.student import LocalSubmission
 
-    submission = LocalSubmission({exercise: obj})
+    submission = LocalSubmission({**helpers_of(lesson_id, exercise, obj), exercise: obj})
     # Never the course secret: the self-check runs in the student's own kernel, where nothing
     # hidden may be computed or held. Grades come from the sandboxed grader only (for nbgrader:
     # deliver/nbgrader_grades.py); here the public inputs, as in the student kit.
@@ -73,6 +73,21 @@ def run_selfcheck(lesson_id: str, exercise: str, obj, verbose: bool = False) -> 
     if hint:
         print(hint)
     return float(sum(t["score"] for t in plugin.results))
+
+
+def helpers_of(lesson_id: str, exercise: str, obj) -> dict:
+    """The lesson's other graded names as the notebook defines them where `obj` looks them up (a
+    function's globals, a class's methods' globals): the checks judge a helper the exercise calls
+    (generate's next_token_probs) as grading does, and grade the exercise with the reference's
+    answers in its place when it is wrong, so the self-check says the same words as `grade`."""
+    from autograder.course import COURSE
+    lesson = COURSE.get(lesson_id)
+    scope = getattr(obj, "__globals__", None)
+    if scope is None and isinstance(obj, type):
+        scope = next((f.__globals__ for f in vars(obj).values() if hasattr(f, "__globals__")), None)
+    if lesson is None or not isinstance(scope, dict):
+        return {}
+    return {name: scope[name] for name in lesson.exercises if name != exercise and name in scope}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -48,7 +48,8 @@ def rope_mutants(apply_rope, x, positions, base=10000.0):
         Variant.of("rope-wrong-frequency", "pair i turns by base^(+2i/d) instead of base^(-2i/d)", freq="inverse"),
         Variant.of("rope-positions-ignored", "rows are rotated by 0..T-1 whatever `positions` says",
                    positions_used=False),
-        Variant.of(None, "the rotation goes the other way (the signs of the sin terms are swapped)", direction=-1)],
+        Variant.of("rope-sign-flipped", "the rotation goes the other way (the signs of the sin terms are swapped)",
+                   direction=-1)],
         depth=2)
 
 
@@ -122,13 +123,32 @@ def probs_mutants(next_token_probs, logits, temperature, top_k, top_p):
         found += [
             Variant.of("top-p-drops-threshold-token", "a token is kept only while the running total *including* "
                        "it is below top_p, so the token that crosses top_p is dropped", top_p_rule="inclusive"),
+            Variant.of("top-p-drops-threshold-token", "a token is kept only while the running total *including* "
+                       "it is below top_p, so the token that crosses top_p is dropped", top_p_rule="inclusive",
+                       top_p_empty="first"),
             Variant.of("top-p-tie-order", "tokens of equal probability are taken higher index first (an ascending "
                        "sort, then the end of it)", top_p_order="reversed")]
+    # after the crossing token dropped: above 1 both keep fewer tokens, and where one answer fits both, dropping
+    # the token is the simpler explanation (not with top_k: top-p chosen before top-k can look the same there)
+    if isinstance(top_p, float) and temperature != 1.0 and top_k is None:
+        found += [Variant.of("top-p-before-temperature", f"the top-p set is the one of the logits before the "
+                             f"division by temperature={temperature:g}", top_p_on="raw")]
     if isinstance(top_k, int):
         found += [
-            Variant.of("top-k-ties-dropped", "exactly k tokens are kept (torch.topk's indices), so tokens that tie "
-                       "with the k-th largest logit are removed", top_k_ties="drop"),
-            Variant.of(None, "top-k is applied to the probabilities after the softmax", top_k_on="probs"),
+            Variant.of("top-k-ties-dropped", "exactly k tokens are kept, so tokens that tie with the k-th largest "
+                       "logit are removed", top_k_ties="drop"),
+            Variant.of("top-k-ties-dropped", "exactly k tokens are kept, so tokens that tie with the k-th largest "
+                       "logit are removed", top_k_ties="sort"),
+            Variant.of("top-k-ties-dropped", "exactly k tokens are kept, so tokens that tie with the k-th largest "
+                       "logit are removed", top_k_ties="argsort"),
+            # what the answer equals, never how the code got there: top-p before top-k (OpenNMT), top-p
+            # alone when both are given (fairseq) and a top-k on the probabilities all give it
+            Variant.of(None, f"with top_k={top_k} and top_p={top_p:.4g} together, the answer equals the top-p set "
+                       "chosen from the probabilities of all the tokens, limited to the top k, where the reference "
+                       "chooses it from the top k tokens' renormalised probabilities", top_k_on="probs")
+            if top_p is not None else
+            Variant.of(None, "the top k tokens keep the probabilities of the softmax over all the tokens",
+                       top_k_on="probs"),
             Variant.of(None, "top_k keeps one token too many: the threshold is the (k + 1)-th largest logit, "
                        "not the k-th", top_k_bound="next"),
             Variant.of(None, "top_k keeps only the logits above the k-th largest, so the k-th itself and its ties "
@@ -226,19 +246,32 @@ def test_probs_combined_and_batched(student, reference, rng):
     """temperature, top_k and top_p together on logits with two batch axes: sums to 1, removed tokens exactly 0"""
     logits = tensor(rng, 2, 3, 10) * 2
     check_probs(student, reference, logits, float(rng.uniform(0.6, 0.9)), 6, None, exact=True)
-    temperature = float(rng.uniform(1.2, 2.0))
-    scaled = torch.softmax(logits.double() / temperature, -1).numpy()
-    top_p = float(rng.uniform(0.5, 0.8))
-    while np.abs(np.sort(scaled, -1)[..., ::-1].cumsum(-1) - top_p).min() < 1e-3:
+    # below 1, top-p chosen before the temperature keeps more tokens and dropping the crossing token fewer, so
+    # these two never give the same answer; above 1 both keep fewer (and the two together do not cancel out)
+    for low, high in ((0.4, 0.7), (1.2, 2.0)):
+        temperature = float(rng.uniform(low, high))
+        scaled = torch.softmax(logits.double() / temperature, -1).numpy()
         top_p = float(rng.uniform(0.5, 0.8))
-    check_probs(student, reference, logits, temperature, None, top_p, exact=True)
+        while np.abs(np.sort(scaled, -1)[..., ::-1].cumsum(-1) - top_p).min() < 1e-3:
+            top_p = float(rng.uniform(0.5, 0.8))
+        check_probs(student, reference, logits, temperature, None, top_p, exact=True)
     # top_k then top_p: the running totals of the top-k distribution decide
     k = 5
     kth = torch.topk(logits.double() / 0.8, k, dim=-1).values[..., -1:]
     masked = torch.softmax((logits.double() / 0.8).masked_fill(logits.double() / 0.8 < kth, float("-inf")), -1)
-    top_p = float(rng.uniform(0.5, 0.8))
-    while np.abs(np.sort(masked.numpy(), -1)[..., ::-1].cumsum(-1) - top_p).min() < 1e-3:
+    full = np.sort(torch.softmax(logits.double() / 0.8, -1).numpy(), -1)[..., ::-1]
+    masked = np.sort(masked.numpy(), -1)[..., ::-1]
+
+    def kept(sorted_probs, p):         # how many tokens top-p keeps from probabilities sorted in decreasing order
+        return ((sorted_probs.cumsum(-1) - sorted_probs) < p).sum(-1)
+
+    # a top_p away from every running total, for which top-p chosen over all the tokens, then limited to the
+    # top k, keeps other tokens than top-p over the top k alone (top-p before top-k, or top-k skipped)
+    for _ in range(50):
         top_p = float(rng.uniform(0.5, 0.8))
+        if np.abs(masked.cumsum(-1) - top_p).min() >= 1e-3 and np.abs(full.cumsum(-1) - top_p).min() >= 1e-3 \
+                and (np.minimum(kept(full, top_p), k) != kept(masked, top_p)).any():
+            break
     check_probs(student, reference, logits, 0.8, k, top_p, exact=True)
 
 
@@ -282,10 +315,9 @@ class Run:
 
     CACHE_MISTAKES = (("recompute", "cache-not-used", "the whole sequence is given to the model at every step "
                        "without the cache, so every step recomputes the text so far"),
-                      ("whole", "cache-not-used", "the whole sequence is given to the model at every step together "
-                       "with the cache, so the cache holds the text twice over"),
-                      ("dropped", "cache-not-used", "each new token is given to the model alone without the cache, "
-                       "so the model forgets the text before it"),
+                      ("whole", "prompt-fed-again", "the whole sequence so far is given to the model at every step "
+                       "together with the cache"),
+                      ("dropped", "cache-dropped", "each new token is given to the model alone without the cache"),
                       ("stale", None, "each new token is given with the prompt's cache instead of the cache the "
                        "previous call returned"))
 
@@ -314,10 +346,15 @@ class Run:
         self.call = (f"generate(model, prompt, {self.new}, {knobs}{', generator=<seeded>' if sampled else ''}) "
                      f"with a prompt of shape {tuple(self.prompt.shape)}, vocabulary {self.vocab}, the model in "
                      f"{'training' if training else 'eval'} mode")
+        self.kwargs, self.substituted, self.logits = kwargs, False, None
+        self.tokens, self.model_after, self.error = None, None, None
+        self.run_generate()
+
+    def run_generate(self):
         self.tokens, self.model_after, self.error = None, None, None
         try:
-            self.tokens, after = call_keeping_args(student, "generate", (ClassSource(subjects.MODEL_NAME, self.model),
-                                                                         self.prompt, self.new), kwargs)
+            self.tokens, after = call_keeping_args(self.student, "generate", (ClassSource(subjects.MODEL_NAME, self.model),
+                                                                              self.prompt, self.new), self.kwargs)
             self.model_after = after[0]
         except StudentError as err:
             if err.type == "NotImplementedError":
@@ -335,6 +372,7 @@ class Run:
             return None
         logits = fingerprints.decode_logits(self.generate, self.model, subjects.MODEL_NAME, self.prompt, self.new,
                                             seed=self.draw_seed, **self.options)          # (new, B, V)
+        self.logits = logits
         knobs = (self.options["temperature"], self.options["top_k"], self.options["top_p"])
         from autograder.grading.student import ExerciseUnavailable
         try:
@@ -352,6 +390,42 @@ class Run:
         except Mismatch as err:
             return err
         return None
+
+    SUBSTITUTED = ("next_token_probs is wrong (its own checks say how), so generate was graded with the reference "
+                   "next_token_probs in its place.")
+
+    def with_reference_probs(self, reference) -> bool:
+        """Run the student's generate again with the reference's next_token_probs answers in place of
+        theirs (judged wrong by probs_problem): each exercise earns its own points. The stand-in in
+        the student's process answers from a table of the reference's probabilities for the logits
+        this generation meets, and those a generate with a catalogued mistake meets (so that mistake
+        is still named); any other logits reach the student's own function. False when no stand-in
+        could be put in place."""
+        knobs = (self.options["temperature"], self.options["top_k"], self.options["top_p"])
+        seen = [self.logits]
+        for variant in self.generate_variants(judged_here=True):
+            switches = {k: v for k, v in variant.switches if k != "sampling"}
+            if not switches:
+                continue
+            try:
+                seen.append(fingerprints.decode_logits(self.generate, self.model, subjects.MODEL_NAME, self.prompt,
+                                                       self.new, seed=self.draw_seed, **self.options, **switches))
+            except LookupError:     # the student kit holds the answers for the right logits only
+                continue
+        inputs = torch.cat([x.reshape(-1, x.shape[-1]) for x in seen]).float()
+        try:
+            outputs = reference.next_token_probs(inputs.double(), *knobs)
+        except LookupError:
+            inputs = self.logits.reshape(-1, self.logits.shape[-1]).float()
+            outputs = reference.next_token_probs(self.logits.double(), *knobs).reshape(inputs.shape)
+        table = [{"key": list(knobs), "inputs": inputs, "outputs": outputs.double()}]
+        with self.student._substituted("generate", {"next_token_probs": table}) as done:
+            if not done:
+                return False
+            self.run_generate()
+        self.substituted = True
+        self.student._note(self.SUBSTITUTED)
+        return True
 
     def blame_probs(self, problem, what):
         """The Mismatch that names next_token_probs as the root cause of generate's failure `what`."""
@@ -382,10 +456,13 @@ class Run:
             return [], "the model was never called"
         b, t0 = self.prompt.shape
         rest, found = calls[1:], []
-        if any(len(s) == 2 and s[1] != 1 for s, _, _, _ in rest):
+        if any(len(s) == 2 and s[1] != 1 and c is not None for s, c, _, _ in rest):
+            found.append(("prompt-fed-again", "that after the prompt the model was given more than the new token, "
+                          "together with the cache"))
+        elif any(len(s) == 2 and s[1] != 1 for s, _, _, _ in rest):
             found.append(("cache-not-used", "that after the prompt the model was given more than the new token"))
         elif any(c is None for _, c, _, _ in rest):
-            found.append(("cache-not-used", "that a new token was given to the model without the cache"))
+            found.append(("cache-dropped", "that a new token was given to the model without the cache"))
         if any(tr for _, _, tr, _ in calls):
             found.append(("generate-train-mode", "that the model was called in training mode"))
         if any(gr for _, _, _, gr in calls):
@@ -395,8 +472,47 @@ class Run:
                        f"; the contract's are {(b, t0)} with no cache, then {(b, 1)} with caches of {t0}, {t0 + 1} "
                        "and so on")
 
+    def generate_variants(self, judged_here=True):
+        """The catalogued ways of getting generate's tokens wrong that this run can tell apart. With
+        judged_here False, only those another check judges (the cache, the position read, the draw),
+        not the mode or gradients."""
+        found = [Variant.of(mistake, words, cache=cache) for cache, mistake, words in self.CACHE_MISTAKES
+                 if self.cache_term or cache in ("dropped", "whole")]
+        found += [Variant.of("first-position-logits", "each token is drawn from the logits of the first position "
+                             "(`logits[:, 0]`), not the last", position="first")]
+        if self.options["temperature"] and not self.substituted:
+            found += [Variant.of("temperature-after-softmax", "next_token_probs divides the probabilities by the "
+                                 "temperature", sampling=(("temperature_on", "probs"),))]
+            if self.options["top_p"] is not None:
+                found += [Variant.of("top-p-drops-threshold-token", "next_token_probs drops the token that crosses "
+                                     "top_p", sampling=(("top_p_rule", "inclusive"),))]
+                if self.options["temperature"] != 1.0:
+                    found += [Variant.of("top-p-before-temperature", "next_token_probs chooses the top-p set before "
+                                         "dividing by the temperature", sampling=(("top_p_on", "raw"),))]
+        if not judged_here:
+            return found
+        found += [Variant.of("generate-train-mode", "the model runs in training mode (model.eval() is never called)",
+                             eval_mode=False)]
+        if self.grad_term:
+            found += [Variant.of("generate-grad-enabled", "the model runs with gradients enabled (no torch.no_grad())",
+                                 grad=True)]
+        return found
+
+    def explained_elsewhere(self) -> bool:
+        """The tokens are those of one mistake another check judges (a dropped cache, the first position,
+        a sampling mistake), made in eval mode without gradients: this run's mode and gradients are right."""
+        if not isinstance(self.tokens, torch.Tensor) or self.tokens.is_floating_point():
+            return False
+        for variant in self.generate_variants(judged_here=False):
+            expected = self.expected(**dict(variant.switches))
+            if self.tokens.shape == expected.shape and torch.equal(self.tokens.long(), expected.long()):
+                return True
+        return False
+
     def check_tokens(self, reference=None):
         problem = self.probs_problem(reference) if self.sampled else None
+        if problem is not None and self.with_reference_probs(reference):
+            problem = None                    # generate is judged on its own from here
         if self.error is not None:
             if problem is not None:
                 raise self.blame_probs(problem, f"{self.call} raised {self.error.type}: {self.error.message}")
@@ -404,22 +520,13 @@ class Run:
         if isinstance(self.tokens, torch.Tensor) and self.tokens.is_floating_point():
             raise Mismatch(f"{self.call} returned a float tensor; token ids are integers (torch.long)",
                            mistake="wrong-type")
-        found = [Variant.of(mistake, words, cache=cache) for cache, mistake, words in self.CACHE_MISTAKES
-                 if self.cache_term or cache == "dropped"]
-        found += [Variant.of("generate-train-mode", "the model runs in training mode (model.eval() is never called)",
-                             eval_mode=False)]
-        if self.grad_term:
-            found += [Variant.of("generate-grad-enabled", "the model runs with gradients enabled (no torch.no_grad())",
-                                 grad=True)]
-        if self.options["temperature"]:
-            found += [Variant.of("temperature-after-softmax", "next_token_probs divides the probabilities by the "
-                                 "temperature", sampling=(("temperature_on", "probs"),))]
-            if self.options["top_p"] is not None:
-                found += [Variant.of("top-p-drops-threshold-token", "next_token_probs drops the token that crosses "
-                                     "top_p", sampling=(("top_p_rule", "inclusive"),))]
+        found = self.generate_variants()
+        b, t0 = self.prompt.shape
+        if isinstance(self.tokens, torch.Tensor) and tuple(self.tokens.shape) == (b, self.new) and t0:
+            self.check_new_tokens_only(found)
         try:
             expect_tensor(self.tokens, self.expected(), call=self.call,
-                          mutants=Fingerprints(self.expected, found, depth=2 if self.grad_term else 1))
+                          mutants=Fingerprints(self.expected, found, depth=2 if self.grad_term or self.cache_term else 1))
         except Mismatch as err:
             if problem is not None:
                 raise self.blame_probs(problem, err.line) from None
@@ -432,6 +539,21 @@ class Run:
         if self.tokens.dtype != torch.long:
             raise Mismatch(f"{self.call} returned dtype {str(self.tokens.dtype).replace('torch.', '')}; token ids "
                            "are torch.long", mistake="wrong-type")
+
+    def check_new_tokens_only(self, found):
+        """The tokens came back without the prompt ((B, max_new_tokens)): wrong-shape, and the new tokens
+        judged as well against the reference's, so a mistake in them is named too."""
+        t0 = self.prompt.shape[1]
+        shape = ("wrong-shape", "only the new tokens are returned, without the prompt before them")
+        line = (f"{self.call} returned shape {tuple(self.tokens.shape)}, the new tokens without the prompt; "
+                f"expected {(self.prompt.shape[0], t0 + self.new)}")
+        try:
+            expect_tensor(self.tokens, self.expected()[:, t0:], call=f"the new tokens of {self.call}",
+                          mutants=Fingerprints(lambda **kw: self.expected(**kw)[:, t0:], found,
+                                               depth=2 if self.grad_term or self.cache_term else 1))
+        except Mismatch as err:
+            raise Mismatch(f"{line}\n{err.line}", found=[shape] + list(err.found), extra=err.extra) from None
+        raise Mismatch(line, found=[shape])
 
     def check_flag_restored(self):
         """The model answers after generate as a model in the mode generate found it in: its logits (no
@@ -481,4 +603,8 @@ def test_generate_eval_no_grad_restores_mode(student, reference, rng):
     # and by what the model answers after generate returned
     runs = [Run(student, reference, rng, b=2, temperature=temperature, sampled=temperature > 0, training=training,
                 grad_term=True) for training, temperature in ((True, 1.0), (False, 0.0))]
-    all_of(*[check for run in runs for check in (lambda r=run: r.check_tokens(reference), run.check_flag_restored)])
+    # a mistake the other checks judge (the cache, the position read, next_token_probs) made with the
+    # right mode and no gradients does not fail this check too
+    all_of(*[check for run in runs for check in (
+        lambda r=run: None if r.error is None and r.explained_elsewhere() else r.check_tokens(reference),
+        run.check_flag_restored)])

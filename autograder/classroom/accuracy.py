@@ -10,6 +10,8 @@ The corpus (tests/corpus/) holds one file per submission. Its header says what i
     # expect: wrong <grade_id> <mistake-id ...>         (that exercise loses points and the grader
     # expect: wrong <grade_id> -                         names exactly these mistakes; "-": wrong,
                                                          but no catalogued mistake fits)
+    # expect: full <grade_id>                           (in a wrong entry: that exercise, correct but
+                                                         calling a wrong one, still gets full marks)
 
 A wrong entry may have several `# expect: wrong` lines, one per exercise, each naming zero or
 more mistake ids. Each `# %% <grade_id>` section replaces that graded cell of the released
@@ -43,6 +45,7 @@ class Entry:
     wrong: dict[str, list[str]] = field(default_factory=dict)   # grade_id -> expected mistake ids
     cells: dict[str, str] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
+    full: list[str] = field(default_factory=list)   # correct exercises of a wrong entry: full marks
 
     # the first wrong exercise and its first mistake (older callers)
     @property
@@ -69,6 +72,9 @@ def parse(path: Path) -> Entry:
     entry.sources = re.findall(r"^# source: (.+)$", text, re.M)
     for ln in lines:
         if ln[0] == "correct":
+            continue
+        if ln[0] == "full" and len(ln) == 2:
+            entry.full.append(ln[1])
             continue
         if ln[0] != "wrong" or len(ln) < 3:
             raise ValueError(f"{path.name}: bad expect line {' '.join(ln)!r}")
@@ -148,6 +154,11 @@ def judge(entry: Entry, result: dict) -> Verdict:
         found[ex] = {m for t in e["failed"] for m in mistakes_of(t)}
         parts.append(f"{ex} {e['score']:g}/{e['max']:g} named {' '.join(sorted(found[ex])) or 'nothing'}")
         outputs += [f"[{ex}] {t['name'].split(': ', 1)[-1]}\n{t['output']}" for t in e["failed"]]
+    for ex in entry.full:
+        e = exercises.get((entry.lesson, ex))
+        if e is None or e["score"] < e["max"]:
+            ok = False
+            parts.append(f"{ex} (correct) " + ("was not graded" if e is None else f"lost points: {e['score']:g}/{e['max']:g}"))
     expected = entry.mistakes
     named = None if not expected else all(m in found.get(ex, set()) for ex, ids in entry.wrong.items() for m in ids)
     return Verdict(entry, ok, named, "; ".join(parts), found=found, output="\n\n".join(outputs), scores=scores)

@@ -35,8 +35,9 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "the output equals attention computed with a scale of 1"),
     Mistake(
         "wrong-scale", "Scores are scaled by the wrong amount",
-        "The scores are divided by d_k instead of sqrt(d_k), by sqrt(d_model) instead of the per-head "
-        "size, or multiplied instead of divided.",
+        "The dot product of two vectors of size d_k grows like sqrt(d_k), so dividing by exactly sqrt(d_k) "
+        "keeps the scores' spread near 1 whatever the size; any other factor makes the softmax too flat or "
+        "too peaked.",
         "Use `scores / sqrt(d_k)`, with d_k the size of one key vector (the last dimension of the keys "
         "that meet the queries in the dot product).",
         "the output equals attention computed with scale 1/d_k, d_k, sqrt(d_k) or 1/sqrt(d_model)"),
@@ -356,17 +357,25 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "Pair i at position p must turn by p * base^(-2i/d). Using i/d, dividing arange(0, d, 2) by d/2 "
         "instead of d, or base^(+2i/d), gives other frequencies: positions are encoded, but not the way "
         "every RoPE model was trained.",
-        "Compute `inv_freq = base ** (-torch.arange(0, d, 2) / d)` (that is 2i/d for pair i), then the "
-        "angles `positions[:, None] * inv_freq[None, :]`.",
+        "Compute the frequencies θ_i = `base ** (-2 * torch.arange(d // 2) / d)` (2i/d for pair i), then the "
+        "`(T, d/2)` table of angles `positions[:, None] * θ[None, :]`.",
         "the output equals RoPE with exponent i/d, 4i/d or -2i/d"),
     Mistake(
         "rope-positions-ignored", "RoPE ignores the positions it is given",
-        "The rows are rotated by 0, 1, ..., T-1 whatever `positions` says. Without a cache that is the same "
-        "thing, so training looks fine; with a KV cache every new token (T = 1) is rotated as position 0, so "
-        "it sees the cached keys at the wrong distances and generation falls apart.",
-        "Build the angles from the `positions` argument (`positions[:, None] * inv_freq`), not from "
-        "`torch.arange(x.shape[-2])`.",
+        "Without a cache, rotating the rows by 0, 1, ..., T-1 is the same thing, so training looks fine; "
+        "with a KV cache every new token (T = 1) is rotated as position 0, so it sees the cached keys at the "
+        "wrong distances and generation falls apart.",
+        "Build the table of angles from the `positions` argument (`positions[:, None] * θ[None, :]`), not "
+        "from `torch.arange(x.shape[-2])`.",
         "the output equals RoPE at positions 0..T-1 when other positions were given"),
+    Mistake(
+        "rope-sign-flipped", "RoPE turns the other way",
+        "The lesson's rotation is out_i = x_i cos - x_{i+d/2} sin and out_{i+d/2} = x_{i+d/2} cos + x_i sin. "
+        "Turned by -p θ_i instead, scores still depend only on the distance between positions, but with the "
+        "opposite sign, so the weights of a model trained with RoPE no longer fit.",
+        "Return `torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)` with `x1, x2` the two halves "
+        "of the features.",
+        "the output equals RoPE at the positions negated"),
     Mistake(
         "temperature-after-softmax", "Temperature applied to the probabilities",
         "The temperature must divide the logits before the softmax. Dividing the probabilities after it "
@@ -379,8 +388,8 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
         "Top-p keeps the smallest set of most likely tokens whose total reaches top_p: a token is kept when "
         "the total of the tokens before it is below top_p. Without the crossing token the kept set sums to "
         "less than top_p, and it can be empty.",
-        "Keep `cumsum - sorted_probs < top_p` (the total before each token), not `cumsum < top_p`; or shift "
-        "the removal mask right by one.",
+        "With `p` the probabilities sorted in decreasing order, keep a token while the total before it is below "
+        "top_p: `torch.cumsum(p, dim=-1) - p < top_p`, not `torch.cumsum(p, dim=-1) < top_p`.",
         "the output equals top-p with the crossing token removed"),
     Mistake(
         "not-renormalised", "The kept probabilities do not sum to 1",
@@ -392,18 +401,47 @@ CATALOGUE: dict[str, Mistake] = {m.id: m for m in [
     Mistake(
         "cache-not-used", "Generation does not use the KV cache",
         "After the prompt, each step must give the model only the new token (B, 1) together with the cache "
-        "the previous call returned. With a real model, feeding the whole sequence at every step gives the "
-        "same tokens at O(T) tokens of work per step instead of one; feeding the new token without the "
-        "cache makes the model forget the text before it. The grader's test model depends on the cache "
-        "each call is given, so any other way of calling it gives other tokens.",
+        "the previous call returned. Feeding the whole sequence at every step without the cache gives a real "
+        "model's tokens at O(T) tokens of work per step instead of one; the grader's test model depends on "
+        "the cache each call is given, so it gives other tokens.",
         "Call `model(prompt, cache=None)` once and keep the cache it returns; then, in the loop, call "
         "`model(token, cache=cache)` with `token` of shape (B, 1) and keep the new cache.",
         "generate's tokens on a course model whose logits depend on the length of the cache each call is "
-        "given are those of the whole sequence at every step, or of new tokens without the cache"),
+        "given are those of the whole sequence at every step without the cache"),
+    Mistake(
+        "cache-dropped", "Each new token is fed without the cache",
+        "The model then sees only that token and forgets the text before it: the cache is what carries the "
+        "prompt and the tokens drawn so far from one call to the next.",
+        "Keep the cache each call returns and give it back with the next token: `model(token, cache=cache)`.",
+        "generate's tokens are those of a generation that calls the model with each new token and no cache"),
+    Mistake(
+        "prompt-fed-again", "The whole sequence is fed again together with the cache",
+        "After the prompt the model must be given only the new token (B, 1) with the cache: the cache already "
+        "holds the text so far, so the model stores it a second time and counts positions on from the end of "
+        "the cache, and each step sees the text twice at the wrong positions.",
+        "In the loop give the model only the token just drawn, `next_token` of shape (B, 1): "
+        "`logits, cache = model(next_token, cache=cache)`.",
+        "generate's tokens are those of a generation that gives the model the whole sequence with the cache"),
+    Mistake(
+        "first-position-logits", "The next token is drawn from the first position's logits",
+        "The model returns logits for every position it was given, and the next token follows the last one; "
+        "the first position's logits predict the prompt's second token, not the token after the prompt.",
+        "Take the last position: `logits[:, -1]` (shape (B, V)).",
+        "generate's tokens are those of a generation that reads the logits of the first position"),
+    Mistake(
+        "top-p-before-temperature", "Top-p chosen before the temperature",
+        "The temperature changes which tokens reach top_p, so the set must come from the softmax of the "
+        "scaled logits: from the raw ones it holds too few tokens when the temperature is above 1 and too "
+        "many below it.",
+        "Divide first (`scaled = logits / temperature`), apply top-k, take the softmax of `scaled`, and "
+        "only then choose the top-p set from those probabilities.",
+        "the output equals top-p chosen at temperature 1, the kept tokens given the probabilities at the "
+        "temperature"),
     Mistake(
         "top-k-ties-dropped", "Top-k removes tokens that tie with the k-th largest",
         "The contract keeps every token whose logit is not below the k-th largest, so tokens tied with it "
-        "all stay. Keeping exactly the k indices torch.topk returns drops some of a tie, arbitrarily.",
+        "all stay. Keeping exactly k tokens (torch.topk's k indices, or the first k after a sort) drops some of a "
+        "tie, arbitrarily.",
         "Compare with the k-th largest value: `kth = torch.topk(logits, k).values[..., -1:]`, then remove "
         "`logits < kth`.",
         "the output equals top-k keeping exactly k tokens"),
@@ -529,8 +567,8 @@ LESSON_FIX: dict[tuple[str, str], tuple[str | None, str | None]] = {
         None, "Divide the scores by `math.sqrt(self.d_k)` (d_k = d_model // num_heads, one head's size) before "
               "the softmax, or use `F.scaled_dot_product_attention`, which does."),
     ("wrong-scale", "08"): (
-        "The scores are divided by the wrong amount. Each head compares vectors of size d_k = d_model // "
-        "num_heads, so that is the size to scale by, not d_model.",
+        "Each head compares vectors of size d_k = d_model // num_heads, so d_k is the size to scale by, not "
+        "d_model.",
         "Divide by `math.sqrt(self.d_k)`, with d_k = d_model // num_heads: the last dimension of q after the "
         "heads are split."),
     ("causal-off-by-one", "08"): (

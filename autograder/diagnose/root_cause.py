@@ -51,8 +51,9 @@ for _l, _proj in (("05", "w_o"), ("06", "o_project")):
         "`weights.masked_fill(~allowed.any(-1, keepdim=True), 0.0)`.")
 for _l in ("01", "02"):
     LESSON_TEXT[("wrong-scale", _l)] = (
-        "The scores are divided by the wrong amount: by d_k instead of sqrt(d_k), by the square root of "
-        "another size (such as d_v, the size of the values), or multiplied instead of divided.", None)
+        "The dot product of two vectors of size d_k (the queries' and keys' last axis, not the values' d_v) "
+        "grows like sqrt(d_k), so dividing by exactly sqrt(d_k) keeps the scores' spread near 1; any other "
+        "factor makes the softmax too flat or too peaked.", None)
 LESSON_TEXT[("wrong-scale", "03")] = (
     "The head's queries and keys have size d_k (the second argument of SelfAttentionHead), so that is the "
     "size to scale by, not d_model.",

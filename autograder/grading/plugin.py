@@ -158,7 +158,31 @@ class GradingPlugin:
 
     def pytest_runtest_setup(self, item):
         marker = item.get_closest_marker("exercise")
-        self.submissions[item.module.LESSON].begin_exercise(marker.args[0])
+        submission = self.submissions[item.module.LESSON]
+        submission.begin_exercise(marker.args[0])
+        submission.notes = []         # what the check says whatever its outcome (Student._note)
+        submission.pending = []       # input-modified found on the way (student.py, _call): fails the check
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        """Run a check so that its exercise earns its own points (independence.py): graded again with
+        the reference's answers in place of a wrong helper it calls, with the same inputs."""
+        from autograder.grading import independence
+        lesson = pyfuncitem.module.LESSON
+        exercise = pyfuncitem.get_closest_marker("exercise").args[0]
+        if not independence.helpers(lesson, exercise):
+            return None                                    # pytest calls it as usual
+        names = pyfuncitem._fixtureinfo.argnames
+        args = {name: pyfuncitem.funcargs[name] for name in names}
+
+        def run():
+            if "rng" in args:                              # the same inputs in every round
+                args["rng"] = inputs_rng(pyfuncitem.nodeid.split("::")[-1], self.secret)
+            return pyfuncitem.obj(**args)
+        reference = args.get("reference") or pyfuncitem._request.getfixturevalue("reference")
+        independence.run_check(run, args.get("student") or pyfuncitem._request.getfixturevalue("student"),
+                               reference, lesson, exercise)
+        return True
 
     # -- results -----------------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True)
@@ -173,25 +197,51 @@ class GradingPlugin:
         marker = item.get_closest_marker("exercise")
         exercise, points = marker.args[0], float(marker.kwargs.get("points", 1))
         doc = (item.function.__doc__ or item.name).strip().splitlines()[0].strip()
+        failure = None if report.passed or call.excinfo is None else call.excinfo.value
+        failure = with_pending(failure, getattr(self.submissions[lesson], "pending", None) or [])
+        passed = report.passed and failure is None
         entry = {
             "name": f"{lesson}: {doc}",
-            "score": points if report.passed else 0.0,
+            "score": points if passed else 0.0,
             "max_score": points,
-            "status": "passed" if report.passed else "failed",
+            "status": "passed" if passed else "failed",
             "output": "",
             "tags": [f"lesson:{lesson}", f"exercise:{exercise}"],
         }
-        if not report.passed and call.excinfo is not None:
-            output, mistake, internal = explain_failure(call.excinfo.value, exercise)
+        if failure is not None:
+            output, mistake, internal = explain_failure(failure, exercise)
             entry["output"] = clip(output, CHECK_OUTPUT)    # evidence quotes what the student's code gave
             if mistake:
                 entry["tags"].append(f"mistake:{mistake}")
             if internal:
-                self.internal_errors.append(clip(f"{item.nodeid}: {call.excinfo.value!r}", MESSAGE))
-            if isinstance(call.excinfo.value, SandboxBroken):
+                self.internal_errors.append(clip(f"{item.nodeid}: {failure!r}", MESSAGE))
+            if isinstance(failure, SandboxBroken):
                 self.sandbox_broken = True
-            root_cause.note(entry, call.excinfo.value)    # every mistake found, for the summary
+            root_cause.note(entry, failure)    # every mistake found, for the summary
+        notes = getattr(self.submissions[lesson], "notes", None) or []
+        for key in ("output", "_line") if notes else ():
+            if key in entry:
+                entry[key] = "\n".join([entry[key]] + notes if entry[key] else notes)
         self.results.append(entry)
+
+
+def with_pending(failure, pending: list):
+    """The check's failure with the input-modified findings met on the way (student.py, _call): a
+    check whose answers were right fails with them alone; one that failed for another reason names
+    both, each once. Failures that are not the student's answer (the sandbox, the grader) stay."""
+    if not pending:
+        return failure
+    found = [f for p in pending for f in p.found]
+    lines = [p.line for p in pending]
+    if failure is None:
+        return Mismatch("\n".join(lines), found=found)
+    if isinstance(failure, Mismatch):
+        if any(m == "input-modified" for m, _ in failure.found):
+            return failure
+        return Mismatch("\n".join([failure.line] + lines), found=list(failure.found) + found, extra=failure.extra)
+    if isinstance(failure, StudentError) and failure.type != "NotImplementedError":
+        return Mismatch("\n".join([f"the code raised {failure.describe()}"] + lines), found=found)
+    return failure
 
 
 class PlainFailureReports:

@@ -178,12 +178,19 @@ def exercise_report(tests: list[dict], *, verbose: bool = False) -> tuple[str, l
     return head, cause + checks
 
 
+def passed_notes(tests: list[dict]) -> list[str]:
+    """What passed checks said (an exercise graded with the reference in place of a wrong one it
+    calls), each sentence once."""
+    return list(dict.fromkeys(ln for t in tests if t["status"] == "passed" for ln in t.get("output", "").splitlines()
+                              if ln.strip()))
+
+
 def _exercise_parts(tests: list[dict], verbose: bool) -> tuple[str, list[str], list[str]]:
     """(one line, the rest of the root cause and its fix, the lines about the checks)."""
     from autograder.diagnose.root_cause import NOT_STARTED, own_part, split_summary
     failed = [t for t in tests if t["status"] != "passed"]
     if not failed:
-        return "all checks passed", [], []
+        return "all checks passed", passed_notes(tests), []
     if _not_started(tests, failed):
         return NOT_STARTED, [], ([f"FAILED  {_short_name(t)}" for t in tests] if verbose else [])
     block = next((h for h in (split_summary(t["output"])[0] for t in failed) if h), None)
@@ -356,9 +363,10 @@ def verdict(exercise: str, tests: list[dict], *, verbose: bool = False) -> str:
     if not tests:
         return f"{exercise}: no checks found for this exercise"
     if score == total:
+        notes = "".join(f"\n  {n}" for n in passed_notes(tests))
         if len(tests) == 1:  # "all 1 checks" is not English
-            return f"{exercise}: passed all checks (1 of 1; {score:g}/{total:g} points)."
-        return f"{exercise}: passed all {len(tests)} checks ({score:g}/{total:g} points)."
+            return f"{exercise}: passed all checks (1 of 1; {score:g}/{total:g} points).{notes}"
+        return f"{exercise}: passed all {len(tests)} checks ({score:g}/{total:g} points).{notes}"
     head, body = exercise_report(tests, verbose=verbose)
     lines = [f"{exercise}: {score:g}/{total:g} points. {head[:1].upper()}{head[1:]}"]
     lines.extend("  " + line for line in body)

@@ -5,7 +5,9 @@
 # adapted: softmax(x) -> softmax(x, axis=-1) (the new parameter is not used: the original has none);
 #   math imported in the cell (the lesson's setup does not import it).
 # expect: wrong softmax softmax-unstable softmax-ignores-axis batched-transpose
-# expect: wrong scaled_dot_product_attention batched-transpose softmax-unstable
+# (issue 32: the attention is graded with the reference softmax in place of the wrong one, so softmax-unstable
+#  is named in softmax only)
+# expect: wrong scaled_dot_product_attention batched-transpose
 # The softmax has no max subtraction and transposes with .T, which on a batched array reverses every axis; the
 # attention uses k.T the same way and calls that softmax.
 # %% softmax

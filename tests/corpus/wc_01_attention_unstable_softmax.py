@@ -1,7 +1,8 @@
 # lesson: 01_scaled_dot_product_attention
 # expect: wrong softmax softmax-unstable
-# expect: wrong scaled_dot_product_attention softmax-unstable
-# Walkthrough: attention is right but calls the student's own unstable softmax.
+# expect: full scaled_dot_product_attention
+# Walkthrough: attention is right but calls the student's own unstable softmax. Since issue 32 the attention is
+# graded with the reference softmax in its place (each skill counted once) and keeps its points.
 # %% softmax
 def softmax(x, axis=-1):
     e = np.exp(x)

@@ -1,5 +1,5 @@
 # lesson: 09_generating_text
-# expect: wrong generate cache-not-used
+# expect: wrong generate cache-dropped
 # Feeds the new token alone but never passes the cache back.
 # %% next_token_probs
 def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):

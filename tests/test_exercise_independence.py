@@ -1,0 +1,82 @@
+"""Issue 32: each exercise earns its own points. An exercise that calls another graded name of the
+student's which is wrong is graded with the reference's answers in its place (run/executor.py,
+Answers: a table of the reference's answers sent as data, never its code), and says so in one
+sentence; the self-check says the same words as `grade`."""
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+import torch
+
+from autograder.classroom import accuracy
+from autograder.run.executor import Executor
+from autograder.run import wire
+
+SUBSTITUTED = ("next_token_probs is wrong (its own checks say how), so generate was graded with the reference "
+               "next_token_probs in its place.")
+
+
+def _cells(name: str) -> dict:
+    entry = accuracy.parse(accuracy.CORPUS / f"{name}.py")
+    ns = {"torch": torch, "__name__": "__main__"}
+    for source in entry.cells.values():
+        exec(compile(source, f"<{name}>", "exec"), ns)
+    return ns
+
+
+def _request(executor, op, **args):
+    reply = wire.decode(executor.handle(wire.encode({"op": op, "args": args})), objects=lambda n, t: None)
+    assert reply["ok"], reply
+    return reply["value"]
+
+
+def test_answers_stand_in_only_for_known_inputs_and_are_put_back():
+    ns = {"__name__": "__main__"}
+    exec("def helper(x, scale=1.0):\n    return x * 0 - 1\n\ndef user(x):\n    return helper(x, 2.0)\n", ns)
+    executor = Executor(ns)
+    known = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    rows = [{"key": [2.0], "inputs": known, "outputs": known * 10}]
+    assert _request(executor, "substitute", target=["name", "user"], name="helper", table=rows)
+    assert torch.equal(ns["user"](known[1:]), torch.tensor([[30.0, 40.0]]))          # a known row: the table's
+    assert torch.equal(ns["user"](torch.tensor([[5.0, 6.0]])), torch.tensor([[-1.0, -1.0]]))   # unknown: theirs
+    assert torch.equal(ns["helper"](known, scale=1.0), -torch.ones(2, 2))     # another key: the student's own
+    report = _request(executor, "restore")["helper"]
+    assert report["misses"] == 2 and len(report["calls"]) == 2
+    assert torch.equal(report["calls"][0][0], torch.tensor([[5.0, 6.0]])) and report["calls"][0][1] == 2.0
+    assert torch.equal(ns["user"](known[1:]), torch.tensor([[-1.0, -1.0]]))      # put back
+    # whole calls: (args) -> output, keyword arguments bound by the student's own signature
+    calls = [{"args": [known, 2.0], "output": known + 100}]
+    assert _request(executor, "substitute", target=["name", "user"], name="helper", table=calls)
+    assert torch.equal(ns["user"](known), known + 100)
+    assert torch.equal(ns["helper"](x=known, scale=2.0), known + 100)
+    assert _request(executor, "restore")["helper"]["misses"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", ["pair_09_generate_beside_drops_threshold_token",
+                                   "pair_09_generate_beside_temperature_after_softmax"])
+def test_selfcheck_grades_generate_with_the_reference_probs(entry):
+    """The student walkthrough: with the top-p mistake, generate's self-check printed a bare
+    RuntimeError. Now it gives generate its points and says why, in grade's words."""
+    from autograder.selfcheck import run_selfcheck
+    ns = _cells(entry)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        score = run_selfcheck("09_generating_text", "generate", ns["generate"])
+    assert score == 6, out.getvalue()
+    assert SUBSTITUTED in out.getvalue() and out.getvalue().count(SUBSTITUTED) == 1, out.getvalue()
+    assert "RuntimeError" not in out.getvalue()
+    # the student's own function is back in place afterwards
+    assert ns["next_token_probs"].__name__ == "next_token_probs"
+
+
+@pytest.mark.slow
+def test_selfcheck_of_a_correct_pair_says_nothing_more():
+    from autograder.selfcheck import run_selfcheck
+    ns = _cells("correct_09_probs_loops_and_generate")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        score = run_selfcheck("09_generating_text", "generate", ns["generate"])
+    assert score == 6 and "in its place" not in out.getvalue(), out.getvalue()
