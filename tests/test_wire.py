@@ -130,13 +130,13 @@ def test_a_modules_handle_carries_the_shapes_the_parameters_request_would_give()
         "    return Twice()\n")}}))
     reply = wire.decode(executor.handle(wire.encode({"op": "call", "args": {"target": ["name", "make"]}})))
     handle = reply["value"]["result"]
-    assert isinstance(handle, wire.Handle)
+    assert isinstance(handle, wire.Handle) and handle.module
     asked = wire.decode(executor.handle(wire.encode({"op": "parameters", "args": {"handle": handle.number}})))
     assert handle.parameters == asked["value"] == {"inner.weight": (2, 3), "inner.bias": (2,)}
     # what is not a module carries none
     executor.handle(wire.encode({"op": "exec", "args": {"label": "b", "source": "def thing():\n    return object()\n"}}))
     other = wire.decode(executor.handle(wire.encode({"op": "call", "args": {"target": ["name", "thing"]}})))
-    assert other["value"]["result"].parameters is None
+    assert other["value"]["result"].parameters is None and not other["value"]["result"].module
 
 
 @pytest.mark.parametrize("forged", [{"w": [2]}, [["w", [-1]]], [["w", [2.5]]], [[1, [2]]], [["w", [2], 3]], "w"])
@@ -199,3 +199,55 @@ def test_a_module_with_empty_projections_fails_its_checks_not_the_grader():
     shapes = linear_shapes(["w_q", "w_k"], 8, 8)
     with pytest.raises(Mismatch, match="w_q.weight has shape"):
         load_lenient(Empty(), shapes, random_parameters(np.random.default_rng(0), shapes), "MultiHeadAttention(8, 2)")
+
+
+def _accepted(frame: bytes) -> bool:
+    """Whether the grader's recv() would read `frame` (its header and array limits)."""
+    import socket
+    import threading
+    ours, theirs = socket.socketpair()
+    sender = threading.Thread(target=lambda: _send_until_closed(theirs, frame))
+    sender.start()
+    try:
+        wire.recv(ours, deadline=None)
+        return True
+    except wire.WireError:
+        return False
+    finally:
+        ours.close()
+        sender.join()
+        theirs.close()
+
+
+def _send_until_closed(sock, frame: bytes) -> None:
+    try:
+        sock.sendall(frame)
+    except OSError:   # the receiver refused the frame and closed its end
+        pass
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param(lambda: list(range(wire.MAX_HEADER_VALUES)), id="values"),
+    pytest.param(lambda: "," * wire.MAX_HEADER_VALUES, id="commas in a text"),
+    pytest.param(lambda: "x" * (wire.MAX_HEADER_BYTES + 1), id="header bytes"),
+    pytest.param(lambda: [np.zeros(1)] * (wire.MAX_ARRAYS + 1), id="arrays"),
+    pytest.param(lambda: [np.zeros(2**20, np.uint8)] * 65, id="array bytes"),
+])
+def test_a_reply_the_grader_would_refuse_is_refused_by_its_sender(value):
+    """A bounded encode (the worker's replies) raises TooLarge for exactly what recv() refuses,
+    so the worker can say so instead of sending a frame the grader drops as unreadable."""
+    value = value()
+    assert not _accepted(wire.encode(value))
+    with pytest.raises(wire.TooLarge, match="the limit is"):
+        wire.encode(value, bounded=True)
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param(lambda: list(range(wire.MAX_HEADER_VALUES // 2)), id="values"),
+    pytest.param(lambda: [np.zeros(1)] * wire.MAX_ARRAYS, id="arrays"),
+    pytest.param(lambda: np.zeros(wire.MAX_MESSAGE_BYTES, np.uint8), id="array bytes"),
+])
+def test_a_reply_within_the_limits_is_sent_as_it_is(value):
+    value = value()
+    frame = wire.encode(value, bounded=True)
+    assert frame == wire.encode(value) and _accepted(frame)

@@ -28,6 +28,7 @@ from autograder.course import CHECKS
 from autograder.grading.reference import load_reference
 from autograder.run.bounds import CHECK_OUTPUT, MESSAGE, clip
 from autograder.run.errors import SandboxBroken, StudentError, SubmissionFault
+from autograder.run.wire import ANSWER_TOO_LARGE
 from autograder.grading.student import ExerciseUnavailable, Student
 
 
@@ -47,6 +48,9 @@ def explain_failure(exc: BaseException, exercise: str) -> tuple[str, str | None,
         if exc.type == "NotImplementedError":
             return (f"{exercise} still raises NotImplementedError: the stub is unchanged. "
                     f"{describe('not-implemented')}"), "not-implemented", False
+        if exc.type == ANSWER_TOO_LARGE:   # the call returned; its answer could not be sent
+            return (f"{exercise}: {exc.message}. Return only what the exercise asks for "
+                    "(its docstring says the type and shape)."), None, False
         if exc.type in ("SystemExit", "KeyboardInterrupt"):
             return f"{exercise} raised {exc.type}. {describe('process-exit')}", "process-exit", False
         text = f"{exercise} raised an exception:\n{exc.describe()}"

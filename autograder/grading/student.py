@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from autograder.course import COURSE
 from autograder.run import wire
 from autograder.grading.compare import Mismatch, loaded_torch
 from autograder.run.executor import Executor
@@ -69,7 +70,7 @@ def code_digest(cells) -> str:
 
 def _wrap(submission, value):
     if isinstance(value, wire.Handle):
-        return RemoteObject(submission, value.number, value.type_name, value.parameters)
+        return RemoteObject(submission, value.number, value.type_name, value.parameters, value.module)
     if isinstance(value, list):
         return [_wrap(submission, v) for v in value]
     if isinstance(value, tuple):
@@ -179,18 +180,43 @@ class Student:
         return self._submission.source_digest()
 
 
+# every graded class is an nn.Module (COURSE_SPEC); graded functions have lower-case names
+MODULE_CLASSES = frozenset(name for lesson in COURSE.values() for name in lesson.exercises if name[:1].isupper())
+
+
+def _type_name(value) -> str:
+    if isinstance(value, RemoteObject):
+        return value._type_name
+    if isinstance(value, wire.Opaque):
+        return value.type_name
+    torch = loaded_torch()
+    if isinstance(value, np.ndarray) or (torch is not None and isinstance(value, torch.Tensor)):
+        return "NumPy array" if isinstance(value, np.ndarray) else "tensor"
+    return type(value).__name__
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 class StudentFunction:
     def __init__(self, submission, name: str):
         self._submission, self._name = submission, name
 
     def __call__(self, *args, **kwargs):
         try:
-            return _call(self._submission, ["name", self._name], self._name, args, kwargs)
+            value = _call(self._submission, ["name", self._name], self._name, args, kwargs)
         except StudentError as err:
             if err.type == "NameError" and f"'{self._name}'" in err.message:
                 why = self._submission.why_missing(self._name)
                 raise ExerciseUnavailable(why or f"{self._name} is not defined in your notebook") from None
             raise
+        if self._name in MODULE_CLASSES and not (isinstance(value, RemoteObject) and value._module):
+            # the checks would call module methods on it: the student's mistake, said as one
+            raise Mismatch(f"{self._name}(...) returned {_a(_type_name(value))}, not an nn.Module: define it as "
+                           f"`class {self._name}(nn.Module)`, call super().__init__() first in __init__, and "
+                           "let the constructor return the new instance", mistake="wrong-type")
+        return value
 
     def signature(self) -> str | None:
         return self._submission.request("signature", target=["name", self._name])
@@ -248,8 +274,10 @@ class StudentFunction:
 class RemoteObject:
     """A student's object (usually an nn.Module) living in the worker."""
 
-    def __init__(self, submission, number: int, type_name: str, parameters: dict | None = None):
+    def __init__(self, submission, number: int, type_name: str, parameters: dict | None = None,
+                 module: bool = False):
         self._submission, self._number, self._type_name = submission, number, type_name
+        self._module = module     # the student's process said it is an nn.Module
         # (requests sent when they were read, {name: shape}): the answer to `parameters` until the
         # student's process is asked anything else (a module is built, then its parameters checked
         # twice and loaded: one request, not three)

@@ -43,6 +43,33 @@ def describe_error(exc: BaseException) -> dict:
             "traceback": clip(student_traceback(exc), TRACEBACK)}
 
 
+def too_large(value, exc: Exception) -> dict:
+    """The error reply for an answer the grader would refuse to read (wire.TooLarge): what was
+    returned (an op_call's result, not the reply around it), and which limit it passed."""
+    if type(value) is dict and "result" in value:
+        value = value["result"]
+    try:
+        what = sized(value)
+    except BaseException:  # noqa: B902 - a student's subclass may raise anything: its type is known
+        what = f"a {clip(type(value).__name__, TYPE_NAME)}"
+    return {"type": wire.ANSWER_TOO_LARGE, "traceback": "",
+            "message": f"the answer was too large to be read: it was {what}; {exc}"}
+
+
+def sized(value) -> str:
+    """A value's type and size in words ("a dict of 1,000,000 items", "a float64 array of shape
+    (13000000,), 99.2 MB"), without touching its items (they are the student's objects)."""
+    name = clip(type(value).__name__, TYPE_NAME)
+    torch = sys.modules.get("torch")
+    if isinstance(value, np.ndarray) or (torch is not None and isinstance(value, torch.Tensor)):
+        nbytes = value.nbytes if isinstance(value, np.ndarray) else value.element_size() * value.nelement()
+        kind = "array" if isinstance(value, np.ndarray) else "tensor"
+        return f"a {value.dtype} {kind} of shape {tuple(value.shape)}, {nbytes / 2**20:.1f} MB"
+    if type(value) in (list, tuple, dict, set, frozenset, str, bytes):
+        return f"a {name} of {len(value):,} {'characters' if type(value) is str else 'items'}"
+    return f"a {name}"
+
+
 def seed_everything(seed: int = SEED) -> None:
     """Same seeds before every call: the same submission always gets the same grade."""
     random.seed(seed)
@@ -221,6 +248,7 @@ class Executor:
         node = {"$handle": number, "type": str(name)}
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(obj, torch.nn.Module):
+            node["module"] = True   # what the grader expects of a graded class's instance
             try:   # what op_parameters would answer next, sent now: the checks ask it of every module
                 node["parameters"] = [[str(n), [int(d) for d in p.shape]] for n, p in obj.named_parameters()]
             except BaseException:   # noqa: B902 - the student's module; the grader asks again if it wants them
@@ -256,7 +284,9 @@ class Executor:
         except BaseException as exc:  # noqa: B902 - SystemExit, KeyboardInterrupt are the student's too
             reply = {"ok": False, "error": describe_error(exc)}
         try:
-            return wire.encode(reply, handle_for=self._handle_for)
+            return wire.encode(reply, handle_for=self._handle_for, bounded=True)
+        except wire.TooLarge as exc:   # an error of the call, said as one: the process is fine
+            return wire.encode({"ok": False, "error": too_large(reply.get("value"), exc)})
         except BaseException as exc:  # an answer that cannot even be encoded
             return wire.encode({"ok": False, "error": {
                 "type": "UnencodableResult", "message": f"{type(exc).__name__}: {exc}"[:300], "traceback": ""}})

@@ -49,12 +49,15 @@ class Opaque:
 class Handle:
     """A reference to an object that lives in the worker (a module, a class, ...). `parameters`:
     for an nn.Module, its parameters' shapes as the worker reported them with the handle
-    ({name: shape}), which saves the grader a `parameters` request; None when not sent."""
+    ({name: shape}), which saves the grader a `parameters` request; None when not sent. `module`:
+    the worker said the object is an nn.Module."""
 
-    def __init__(self, number: int, type_name: str = "object", parameters: dict | None = None):
+    def __init__(self, number: int, type_name: str = "object", parameters: dict | None = None,
+                 module: bool = False):
         self.number = number
         self.type_name = type_name
         self.parameters = parameters
+        self.module = module
 
     def __repr__(self):
         return f"<handle {self.number}: {self.type_name}>"
@@ -72,18 +75,38 @@ class WireError(Exception):
     """A frame that is not well formed."""
 
 
+class TooLarge(WireError):
+    """A value past the limits a receiver accepts (encode(..., bounded=True)): the sender says so
+    instead of sending a frame the receiver would refuse. The message names the limit passed."""
+
+
+ANSWER_TOO_LARGE = "AnswerTooLarge"   # the type of the error the worker replies with instead
+VALUES_LIMIT = f"the limit is {MAX_HEADER_VALUES:,} values (numbers, strings, list and dict items)"
+
+
 # ---------------------------------------------------------------------------- encoding
 
-def encode(value, *, handle_for=None, shared: list | None = None) -> bytes:
+def encode(value, *, handle_for=None, shared: list | None = None, bounded: bool = False) -> bytes:
     """Turn `value` into a frame. `handle_for(obj)` registers non-data objects (worker side).
     With `shared` (a list), arrays are not put in the frame: their bytes are appended to `shared`
-    as (offset, bytes), for the sender to place in shared memory at those offsets."""
+    as (offset, bytes), for the sender to place in shared memory at those offsets. With `bounded`
+    (the worker's replies), a value the receiver would refuse (see recv) raises TooLarge, as soon
+    as that is known: before its bytes are copied."""
     buffers: list[bytes] = []
     specs: list[list] = []
+    counted = {"values": 0, "array bytes": 0}
 
     def array(arr: np.ndarray, kind: str, torch_dtype: str | None = None):
         if arr.dtype.name not in _ALLOWED_DTYPES:
             return {"$opaque": f"array of dtype {arr.dtype}"}
+        if bounded:
+            counted["array bytes"] += arr.nbytes
+            if len(specs) >= MAX_ARRAYS:
+                raise TooLarge(f"the limit is {MAX_ARRAYS:,} arrays")
+            if counted["array bytes"] > MAX_MESSAGE_BYTES:
+                raise TooLarge(f"the limit is {MAX_MESSAGE_BYTES // 2**20} MB of array data")
+            if any(d > MAX_MESSAGE_BYTES for d in arr.shape):
+                raise TooLarge(f"the limit is {MAX_MESSAGE_BYTES:,} items along an array's axis")
         arr = np.ascontiguousarray(arr)
         if shared is not None:
             end = shared[-1][0] + len(shared[-1][1]) if shared else 0
@@ -101,6 +124,10 @@ def encode(value, *, handle_for=None, shared: list | None = None) -> bytes:
     def walk(obj, depth):
         if depth > MAX_DEPTH:
             return {"$opaque": "nested too deeply"}
+        counted["values"] += 1
+        if bounded and counted["values"] > MAX_HEADER_VALUES:
+            # each value costs at least one `[`, `{` or `,` in the header: the receiver would refuse it
+            raise TooLarge(VALUES_LIMIT)
         t = type(obj)
         if obj is None or t is bool or t is str:
             return obj
@@ -136,6 +163,11 @@ def encode(value, *, handle_for=None, shared: list | None = None) -> bytes:
         return {"$opaque": type(obj).__name__}
 
     header = json.dumps({"value": walk(value, 0), "buffers": specs}, allow_nan=True).encode()
+    if bounded and len(header) > MAX_HEADER_BYTES:
+        raise TooLarge(f"the limit is {MAX_HEADER_BYTES // 2**20} MB of numbers, text and structure besides "
+                       f"arrays (it had {len(header) / 2**20:.1f} MB)")
+    if bounded and _values(header) > MAX_HEADER_VALUES:
+        raise TooLarge(VALUES_LIMIT)
     return struct.pack(">Q", len(header)) + header + b"".join(buffers)
 
 
@@ -226,8 +258,10 @@ def decode(frame: bytes, *, objects=None, classes=None, tensors: bool = True, sh
         if "$handle" in node:
             number, type_name = int(node["$handle"]), clip(node.get("type", "object"), TYPE_NAME)
             handle = objects(number, type_name) if objects else Handle(number, type_name)
-            if isinstance(handle, Handle) and "parameters" in node:
-                handle.parameters = _shapes(node["parameters"])
+            if isinstance(handle, Handle):
+                handle.module = node.get("module") is True
+                if "parameters" in node:
+                    handle.parameters = _shapes(node["parameters"])
             return handle
         if "$class" in node:
             if classes is None:
@@ -291,7 +325,7 @@ def _header(raw: bytes) -> tuple[dict, list]:
 
     Everything here may come from a hostile sender: any malformation is a WireError, never
     another exception (RecursionError for absurd nesting included)."""
-    if raw.count(b"[") + raw.count(b"{") + raw.count(b",") > MAX_HEADER_VALUES:
+    if _values(raw) > MAX_HEADER_VALUES:
         raise WireError(f"header with more than {MAX_HEADER_VALUES} values refused")
     try:
         header = json.loads(raw.decode())
@@ -311,6 +345,11 @@ def _header(raw: bytes) -> tuple[dict, list]:
             raise WireError("array too large")
         checked.append((spec[0], spec[1]))
     return header, checked
+
+
+def _values(raw: bytes) -> int:
+    """What a header is charged for its values (an upper bound: text that holds `,` counts too)."""
+    return raw.count(b"[") + raw.count(b"{") + raw.count(b",")
 
 
 def recv(sock, deadline: float | None = None, fds: list | None = None) -> bytearray:
