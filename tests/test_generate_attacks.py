@@ -205,7 +205,9 @@ def test_recomputing_without_the_cache_earns_nothing_for_the_cache(results, atta
     check = cache_check(results[attack])
     assert check["score"] == 0, f"{attack}: {check['score']} points for the cache, recomputing without it"
     assert check["status"] == "failed"
-    assert "mistake:cache-not-used" in check["tags"], check
+    # feeding each new token without its cache has had a name of its own since issue 32
+    expected = "mistake:cache-dropped" if attack == "dropped cache, log raises" else "mistake:cache-not-used"
+    assert expected in check["tags"], check
 
 
 @pytest.mark.parametrize("attack", sorted(set(ATTACKS) - {"dropped cache, log raises"}))
