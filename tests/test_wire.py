@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.run import wire
+from autograder.run import frames, wire
 
 
 def roundtrip(value):
@@ -85,13 +85,13 @@ def test_a_trickled_frame_is_cut_at_the_deadline_not_at_each_byte():
     _trickle(theirs, frame, 0.1)
     started = time.monotonic()
     with pytest.raises(socket.timeout):
-        wire.recv(ours, deadline=started + 1.0)
+        frames.recv(ours, deadline=started + 1.0)
     assert time.monotonic() - started < 1.5
     ours2, theirs2 = socket.socketpair()
     _trickle(theirs2, frame, 0.1)
     ours2.settimeout(1.0)                                      # the old way: a timeout per recv
     started = time.monotonic()
-    assert wire.decode(wire.recv(ours2)) == 1
+    assert wire.decode(frames.recv(ours2)) == 1
     assert time.monotonic() - started > 3.0
 
 
@@ -109,7 +109,7 @@ def test_forged_frames_are_wire_errors_never_other_exceptions(header):
     theirs.sendall(frame)
     theirs.close()
     try:   # framing either refuses it at once or delivers it whole (and decode refuses it)
-        wire.decode(wire.recv(ours, deadline=__import__("time").monotonic() + 5))
+        wire.decode(frames.recv(ours, deadline=__import__("time").monotonic() + 5))
     except (wire.WireError, EOFError):
         pass
     else:
@@ -209,7 +209,7 @@ def _accepted(frame: bytes) -> bool:
     sender = threading.Thread(target=lambda: _send_until_closed(theirs, frame))
     sender.start()
     try:
-        wire.recv(ours, deadline=None)
+        frames.recv(ours, deadline=None)
         return True
     except wire.WireError:
         return False

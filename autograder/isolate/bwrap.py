@@ -27,7 +27,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent           # autograder/
 ROOT = PACKAGE.parent
 WORKER_HOME = "/opt/autograder"                             # where the worker's modules appear
-WORKER_MODULES = ["__init__.py", "run/__init__.py", "run/bounds.py", "run/executor.py", "run/wire.py",
+WORKER_MODULES = ["__init__.py", "run/__init__.py", "run/bounds.py", "run/executor.py", "run/frames.py",
+                  "run/substitute.py", "run/wire.py", "isolate/preload.py",
                   "isolate/__init__.py", "isolate/worker.py", "isolate/confine.py", "isolate/processes.py"]
 SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
                "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.matplotlib", "OMP_NUM_THREADS": "1",

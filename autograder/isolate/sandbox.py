@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 
-from autograder.run import bounds, wire
+from autograder.run import bounds, frames, wire
 from autograder.isolate import bwrap
 from autograder.isolate.launch import (DEFAULT_MEMORY_LIMIT, _Adopted, _kill_group, _popen_worker,  # noqa: F401
                                        _remove_scratch, _uid_base, prelaunch, prelaunch_shared)
@@ -38,7 +38,7 @@ def _confinement_report(sock: socket.socket) -> dict:
     student code: {"layers": [...]}, or {"error": why it could not}."""
     try:
         sock.settimeout(CONFINE_TIMEOUT)
-        report = wire.decode(wire.recv(sock, time.monotonic() + CONFINE_TIMEOUT), tensors=False)
+        report = wire.decode(frames.recv(sock, time.monotonic() + CONFINE_TIMEOUT), tensors=False)
     except (OSError, EOFError, wire.WireError):
         return {"error": "the child stopped while confining itself"}
     if not (isinstance(report, dict) and (isinstance(report.get("layers"), list) or isinstance(report.get("error"), str))):
@@ -65,7 +65,7 @@ class Child:
             try:
                 self.sock.settimeout(max(timeout, 0.05))
                 watch.send(self.sock)
-                reply_frame = wire.recv(self.sock, deadline)
+                reply_frame = frames.recv(self.sock, deadline)
             except socket.timeout:
                 self.close()
                 raise SubmissionFault("timeout", "did not finish within the time limit") from None
@@ -359,30 +359,8 @@ class Sandbox:
         return lines + (self.missing() if self.layers else [])
 
     def missing(self) -> list[str]:
-        out = []
-        if not self.namespaces:
-            why = self.why_no_namespaces or "the sandbox was started without bubblewrap"
-            out.append(f"MISSING namespaces: {why}. Student code sees this machine's processes and files "
-                       "other than those Landlock denies, and its scratch folder is on this machine's disk. "
-                       "Fix: allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
-                       "or kernel.apparmor_restrict_unprivileged_userns=0), or in Docker run with "
-                       "--security-opt seccomp=unconfined --security-opt apparmor=unconfined; where that "
-                       "is impossible (Gradescope) the other layers below are what protects")
-        if os.geteuid() == 0 and self.switches["own_uid"] and \
-                not any(layer.startswith("separate user") for layer in self.layers):
-            real = next((layer for layer in self.layers if layer.startswith("separate real uid")), None)
-            out.append("MISSING separate user: " + (real or "children run as root, because the worker may not "
-                                                    "change uid here. Fix: give the grader CAP_SETUID and "
-                                                    "CAP_SETGID"))
-        elif os.geteuid() != 0 and not self.namespaces:
-            out.append("MISSING separate user: children run as your own user, so they could signal "
-                       "your other processes where Landlock cannot scope signals (ABI < 6). Fix: grade "
-                       "as root (each child gets a uid of its own), or where namespaces work")
-        for layer in self.layers:
-            if layer.startswith("NO "):
-                out.append(f"MISSING {layer[3:]}. Fix: a Linux kernel 6.7+ with Landlock and seccomp "
-                           "enabled (and `pip install -r requirements.txt` for landlockpy, pyseccomp)")
-        return out
+        from autograder.isolate.layers import missing
+        return missing(self.layers, self.namespaces, self.why_no_namespaces, self.switches["own_uid"])
 
     def close(self) -> None:
         if self._pending is not None:

@@ -18,7 +18,7 @@ import os
 import socket
 import tempfile
 
-from autograder.run import wire
+from autograder.run import frames, wire
 
 _BUILT_BY_THE_CHILD = object()
 
@@ -78,7 +78,7 @@ class Watch:
 
     def send(self, sock: socket.socket) -> None:
         if self.fd is None:
-            wire.send(sock, self.frame)
+            frames.send(sock, self.frame)
             return
         socket.send_fds(sock, [self.frame[:8]], [self.fd])
         sock.sendall(self.frame[8:])

@@ -33,6 +33,7 @@ import socket
 import sys
 import time
 
+from autograder.isolate.preload import EXTRAS, _preload, load_extras  # noqa: F401 - EXTRAS: sandbox, runner
 from autograder.isolate.processes import (_as_user, _can_change_user, _cannot_run_again, _kill_as_users,
                                           _processes, _signal_all, _tree, lower_memory_limit)
 
@@ -49,89 +50,6 @@ def _vm_bytes() -> int:
             if line.startswith("VmSize:"):
                 return int(line.split()[1]) * 1024
     return 0
-
-
-def _preload(extras=()) -> list[str]:
-    """Import what every lesson's cells use (NumPy, matplotlib) and the worker's own modules, then
-    `extras`; returns the extras loaded."""
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    import numpy  # noqa: F401
-    import numpy.random  # noqa: F401 - numpy 2 loads it lazily; seed_everything needs it
-    import matplotlib.pyplot  # noqa: F401 - every lesson's setup cell imports it
-    _no_layout_pass()
-    from autograder.run import executor  # noqa: F401
-    from autograder.run import wire  # noqa: F401
-    _stub_selfcheck()
-    from autograder.isolate import confine
-    import landlockpy, pyseccomp  # noqa: F401,E401 - load libseccomp before /usr/lib is narrowed
-    try:
-        confine.prepare()   # the children's seccomp filters, built once
-    except Exception:   # noqa: BLE001 - a kernel or library that refuses: each child reports it
-        pass
-    return load_extras(extras)
-
-
-def _load_torch():
-    import torch
-    torch.set_num_threads(1)
-    _warm_up_torch(torch)
-
-
-def _load_ipython():
-    import IPython.display  # noqa: F401 - lesson 04's tables (0.4 s if each child imported it)
-
-
-# What the worker can load beyond NumPy and matplotlib, by the top-level module a lesson imports
-# (load/notebook.py, `extras`). Children forked before a load do not see it; those forked after do.
-EXTRAS = {"torch": _load_torch, "IPython": _load_ipython}
-_loaded: list[str] = []
-
-
-def load_extras(extras) -> list[str]:
-    for name in extras:
-        if name in EXTRAS and name not in _loaded:
-            EXTRAS[name]()
-            _loaded.append(name)
-    return list(_loaded)
-
-
-def _warm_up_torch(torch):
-    """Run once what the lessons' cells use, so lazy initialisation (cpuinfo reads /proc, kernel
-    dispatch tables) is done here, once per worker, not again in every child (it
-    cost up to 1.5 s per lesson), and before the children lose access to /proc."""
-    import torch.nn.functional as F
-    from torch import nn
-    x = torch.randn(2, 3, 8)
-    F.softmax(x @ x.transpose(-1, -2), -1)
-    mha = nn.MultiheadAttention(8, 2, batch_first=True)
-    mha(x, x, x)[0].sum().backward()
-    with torch.no_grad():
-        mha(x, x, x, attn_mask=torch.ones(3, 3, dtype=torch.bool).triu(1))
-    F.scaled_dot_product_attention(x[:, None], x[:, None], x[:, None], is_causal=True)
-    F.mse_loss(mha(x, x, x)[0], x).backward()
-    # Not an optimiser: creating one imports torch._dynamo (1 s), and only the lessons' training
-    # demos use one, which are `slow-demo` cells that grading does not run.
-    nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=True).eval()(x)
-
-
-def _no_layout_pass():
-    """Figures are never looked at while grading (plt.show() does nothing with Agg), but
-    tight_layout() draws every text to measure it: up to 0.8 s per lesson. Here it does nothing.
-    (Nothing else of matplotlib is warmed up: a child's first figure costs the same either way,
-    ~30 ms, and grading draws none.)"""
-    import matplotlib.figure
-    matplotlib.figure.Figure.tight_layout = lambda self, *args, **kwargs: None
-
-
-def _stub_selfcheck():
-    """Lesson setup cells do `from autograder.selfcheck import checker`. In the sandbox the real
-    module (and the checks and reference it needs) is out of reach on purpose; grading calls the
-    student's objects from outside, so here a self-check cell simply does nothing."""
-    import types
-    import autograder
-    stub = types.ModuleType("autograder.selfcheck", _stub_selfcheck.__doc__)
-    stub.checker = lambda lesson_id: (lambda exercise, obj: 0.0)
-    sys.modules["autograder.selfcheck"] = autograder.selfcheck = stub
 
 
 class Zygote:
@@ -331,7 +249,7 @@ def serve_child(conn_fd: int, settings: dict) -> None:
         sys.stdout = open(os.devnull, "w")
         sys.stderr = open(os.devnull, "w")
         from autograder.isolate.confine import confine
-        from autograder.run import wire
+        from autograder.run import frames, wire
         sock = socket.socket(fileno=conn_fd)
         try:
             layers = confine(settings, _vm_bytes())
@@ -339,7 +257,7 @@ def serve_child(conn_fd: int, settings: dict) -> None:
         except Exception as exc:
             report = {"error": f"could not confine the worker: {type(exc).__name__}: {exc}"}
         # written before any student code runs: the grader reads it before its first request
-        wire.send(sock, wire.encode(report))
+        frames.send(sock, wire.encode(report))
         if "error" in report:
             os._exit(4)
         from autograder.run.executor import Executor
@@ -348,10 +266,10 @@ def serve_child(conn_fd: int, settings: dict) -> None:
         while True:
             fds: list[int] = []
             try:
-                frame = wire.recv(sock, fds=fds)
+                frame = frames.recv(sock, fds=fds)
             except (EOFError, OSError, wire.WireError):
                 break
-            wire.send(sock, executor.handle(frame, fds))
+            frames.send(sock, executor.handle(frame, fds))
     except BaseException:
         code = 3
     finally:

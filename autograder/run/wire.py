@@ -314,11 +314,7 @@ def _torch(required: bool = False):
     return torch
 
 
-# ---------------------------------------------------------------------------- framing on sockets
-
-def send(sock, frame: bytes) -> None:
-    sock.sendall(frame)
-
+# ---------------------------------------------------------------------------- checking a header
 
 def _header(raw: bytes) -> tuple[dict, list]:
     """Parse and validate a frame's JSON header: (header, [(dtype name, shape)]).
@@ -350,63 +346,3 @@ def _header(raw: bytes) -> tuple[dict, list]:
 def _values(raw: bytes) -> int:
     """What a header is charged for its values (an upper bound: text that holds `,` counts too)."""
     return raw.count(b"[") + raw.count(b"{") + raw.count(b",")
-
-
-def recv(sock, deadline: float | None = None, fds: list | None = None) -> bytearray:
-    """Read one frame from a socket. With `deadline` (time.monotonic()), the whole frame must
-    arrive by then, however slowly it trickles in (raises socket.timeout). With `fds` (a list,
-    the worker's side only), file descriptors sent with the frame are appended to it."""
-    if fds is None:
-        head = _recv_exact(sock, 8, deadline)
-    else:
-        import socket
-        head, got, _flags, _addr = socket.recv_fds(sock, 8, 4)
-        fds.extend(got)
-        if not head:
-            raise EOFError("the other side closed the connection")
-        head += _recv_exact(sock, 8 - len(head), deadline)
-    (n,) = struct.unpack(">Q", head)
-    if n > MAX_HEADER_BYTES:
-        raise WireError(f"header of {n} bytes refused")
-    header = _recv_exact(sock, n, deadline)
-    _, specs = _header(header)
-    total = sum(np.dtype(d).itemsize * math.prod(s) for d, s in specs)
-    if total > MAX_MESSAGE_BYTES:
-        raise WireError(f"message of {total} bytes refused")
-    frame = bytearray(8 + n + total)   # one buffer: the body is read into it, never copied again
-    frame[:8], frame[8:8 + n] = head, header
-    _recv_into(sock, memoryview(frame)[8 + n:], deadline)
-    return frame
-
-
-def _recv_into(sock, view: memoryview, deadline: float | None = None) -> None:
-    import socket
-    import time
-    while len(view):
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise socket.timeout("deadline passed")
-            sock.settimeout(left)
-        got = sock.recv_into(view, min(len(view), 1 << 20))
-        if not got:
-            raise EOFError("the other side closed the connection")
-        view = view[got:]
-
-
-def _recv_exact(sock, n: int, deadline: float | None = None) -> bytes:
-    import socket
-    import time
-    chunks = []
-    while n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise socket.timeout("deadline passed")
-            sock.settimeout(left)
-        chunk = sock.recv(min(n, 1 << 20))
-        if not chunk:
-            raise EOFError("the other side closed the connection")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)

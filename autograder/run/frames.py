@@ -1,0 +1,78 @@
+"""Frames on sockets: the wire's data (run/wire.py) sent and read whole, within a deadline.
+
+A frame is an 8-byte big-endian header length, the JSON header, then the array buffers back to
+back. Reading checks the header (wire._header) before it reads the body, so a hostile sender's
+frame costs the receiver at most the wire's limits.
+"""
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+
+from autograder.run.wire import MAX_HEADER_BYTES, MAX_MESSAGE_BYTES, WireError, _header
+
+
+def send(sock, frame: bytes) -> None:
+    sock.sendall(frame)
+
+
+def recv(sock, deadline: float | None = None, fds: list | None = None) -> bytearray:
+    """Read one frame from a socket. With `deadline` (time.monotonic()), the whole frame must
+    arrive by then, however slowly it trickles in (raises socket.timeout). With `fds` (a list,
+    the worker's side only), file descriptors sent with the frame are appended to it."""
+    if fds is None:
+        head = _recv_exact(sock, 8, deadline)
+    else:
+        import socket
+        head, got, _flags, _addr = socket.recv_fds(sock, 8, 4)
+        fds.extend(got)
+        if not head:
+            raise EOFError("the other side closed the connection")
+        head += _recv_exact(sock, 8 - len(head), deadline)
+    (n,) = struct.unpack(">Q", head)
+    if n > MAX_HEADER_BYTES:
+        raise WireError(f"header of {n} bytes refused")
+    header = _recv_exact(sock, n, deadline)
+    _, specs = _header(header)
+    total = sum(np.dtype(d).itemsize * math.prod(s) for d, s in specs)
+    if total > MAX_MESSAGE_BYTES:
+        raise WireError(f"message of {total} bytes refused")
+    frame = bytearray(8 + n + total)   # one buffer: the body is read into it, never copied again
+    frame[:8], frame[8:8 + n] = head, header
+    _recv_into(sock, memoryview(frame)[8 + n:], deadline)
+    return frame
+
+
+def _recv_into(sock, view: memoryview, deadline: float | None = None) -> None:
+    import socket
+    import time
+    while len(view):
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("deadline passed")
+            sock.settimeout(left)
+        got = sock.recv_into(view, min(len(view), 1 << 20))
+        if not got:
+            raise EOFError("the other side closed the connection")
+        view = view[got:]
+
+
+def _recv_exact(sock, n: int, deadline: float | None = None) -> bytes:
+    import socket
+    import time
+    chunks = []
+    while n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("deadline passed")
+            sock.settimeout(left)
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise EOFError("the other side closed the connection")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
