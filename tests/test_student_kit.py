@@ -142,7 +142,8 @@ SELF_CHECK_MODULES = [
     "grading/tolerances.py",
     "load/__init__.py", "load/kernel_state.py", "load/notebook.py", "load/reading.py",
     "report/__init__.py", "report/results.py",
-    "run/__init__.py", "run/bounds.py", "run/errors.py", "run/executor.py", "run/wire.py",
+    "run/__init__.py", "run/bounds.py", "run/errors.py", "run/executor.py", "run/substitute.py",
+    "run/wire.py",
 ]
 
 

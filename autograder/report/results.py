@@ -337,21 +337,22 @@ def write_results(path: Path, result: dict) -> None:
     write_json(path, bounded(result))
 
 
-def bounded(result: dict) -> dict:
-    """`result` with each check's output and the notes cut so that the whole object, as JSON, weighs
-    under RESULTS_BYTES: the cuts halve until it does (a non-ASCII character costs up to 12 bytes of
-    JSON). Cuts from the texts as they came, so a second call changes nothing more."""
-    tests = [t for t in result.get("tests", []) if isinstance(t, dict)]
+def bounded(answer: dict) -> dict:
+    """`answer` (a results object) with each check's output and the notes cut so that the whole
+    object, as JSON, weighs under RESULTS_BYTES: the cuts halve until it does (a non-ASCII character
+    costs up to 12 bytes of JSON). Cuts from the texts as they came, so a second call changes
+    nothing more."""
+    tests = [t for t in answer.get("tests", []) if isinstance(t, dict)]
     outputs = [str(t.get("output", "")) for t in tests]
-    notes = str(result["output"]) if "output" in result else None
+    notes = str(answer["output"]) if "output" in answer else None
     limit, notes_limit = CHECK_OUTPUT, NOTES
     while True:
         for test, text in zip(tests, outputs):
             test["output"] = clip(text, limit)
         if notes is not None:
-            result["output"] = clip(notes, notes_limit)
-        if limit < 100 or len(json.dumps(result, indent=2)) <= RESULTS_BYTES:
-            return result
+            answer["output"] = clip(notes, notes_limit)
+        if limit < 100 or len(json.dumps(answer, indent=2)) <= RESULTS_BYTES:
+            return answer
         limit, notes_limit = limit // 2, notes_limit // 2
 
 

@@ -81,11 +81,14 @@ def grade_and_measure(student: Path, out: Path) -> dict:
     """Grade `student` (one student's folder) in this process, as `grade --jobs 1` does."""
     import contextlib
     import io
-    import resource
     sys.path.insert(0, str(ROOT))
 
     def peak_mb() -> float:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        # VmHWM, this process's own high-water mark: ru_maxrss also counts the peak of the process
+        # that started it (Linux keeps the old memory's figure across exec, and subprocess uses
+        # vfork), so a test run from a large pytest worker measured that worker, not the grader
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
 
     started = peak_mb()
     import torch  # noqa: F401  - the honest baseline: what the grader holds before any student
