@@ -121,7 +121,9 @@ timed(pl, "run_checks", "pytest sessions")
 pipeline.run_checks = pl.run_checks
 timed(res, "summary", "report")
 runner.summary = res.summary
-timed(runner, "write_json", "report")
+for name in ("write_json", "write_results"):   # the name of the writer at each commit measured
+    if hasattr(runner, name):
+        timed(runner, name, "report")
 
 t = time.perf_counter()
 from autograder.isolate.doctor import quick_probe
@@ -227,9 +229,10 @@ def selfcheck(root: Path, lesson: str) -> dict[str, float]:
 
 # ------------------------------------------------------------------------------------ the class
 
-def build_class(folder: Path, students: int) -> dict[str, dict[str, Path]]:
+def build_class(folder: Path, students: int, lessons=None) -> dict[str, dict[str, Path]]:
     """One student in three submits the solutions, two in three typical wrong answers (a
-    different corpus entry per student and lesson, as far as the corpus goes)."""
+    different corpus entry per student and lesson, as far as the corpus goes); `lessons`: only these
+    (to compare with a checkout that has fewer lessons on the same work)."""
     sys.path.insert(0, str(ROOT))
     from autograder.classroom import accuracy
     from autograder.course import COURSE
@@ -243,6 +246,8 @@ def build_class(folder: Path, students: int) -> dict[str, dict[str, Path]]:
         name = f"student{i:03d}_{kind}"
         made[name] = {}
         for lesson in COURSE.values():
+            if lessons and lesson.id not in lessons:
+                continue
             if kind == "correct":
                 text = lesson.solution_path.read_text()
             else:
@@ -263,6 +268,8 @@ def main(argv=None) -> int:
     parser.add_argument("--baseline", type=Path, help="another checkout of the course, measured in turn")
     parser.add_argument("--skip-class", action="store_true")
     parser.add_argument("--only", choices=("wall", "breakdown", "selfcheck", "class"), nargs="+")
+    parser.add_argument("--lessons", nargs="+", metavar="LESSON_ID",
+                        help="the class's lessons (default: every lesson of this checkout)")
     args = parser.parse_args(argv)
     roots = {"this checkout": ROOT}
     if args.baseline:
@@ -292,7 +299,7 @@ def main(argv=None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="grade-speed-") as tmp:
         tmp = Path(tmp)
-        made = build_class(tmp / "class", max(args.students, 2))
+        made = build_class(tmp / "class", max(args.students, 2), args.lessons)
         wrong_course = made["student001_wrong"]
         if "breakdown" in parts:
             for label, root in roots.items():
