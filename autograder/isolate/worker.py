@@ -108,11 +108,10 @@ class Zygote:
         del self.children[pid]
         self.dying[pid] = info
         self.pause = SWEEP_EVERY
-        if info["uid"] is not None and os.getpid() != 1:
-            # No PID namespace of our own (we are not its pid 1): /proc is the host's, slow to
-            # read, and a process that keeps changing its pid can outrun every pass. kill(-1) as
-            # the child's uid (a block of the grader's own, launch._uid_base) reaches all of it at
-            # once, forks included.
+        if info["uid"] is not None:
+            # kill(-1) as the child's uid (a block of the grader's own, launch._uid_base) reaches all
+            # of it at once, forks included: a process that keeps changing its pid can outrun the
+            # passes over /proc, the host's (no PID namespace) and, now and then, our own too
             _kill_as_users([info["uid"]])
         self.sweep()
         return {"ended": True}
