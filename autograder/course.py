@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 LESSONS = ROOT / "lessons"
 CHECKS = Path(__file__).resolve().parent / "checks"
+TRANSLATIONS = ("zh_CN",)   # the languages `release` also writes, into lessons/<lang>/ (deliver/translations.py)
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,12 @@ class Lesson:
     @property
     def released_path(self) -> Path:
         return LESSONS / f"{self.id}.ipynb"
+
+    @property
+    def released_editions(self) -> tuple[Path, ...]:
+        """The released notebook, then its translations that exist (lessons/<lang>/, same name)."""
+        translated = (LESSONS / lang / f"{self.id}.ipynb" for lang in TRANSLATIONS)
+        return (self.released_path, *(p for p in translated if p.exists()))
 
 
 COURSE: dict[str, Lesson] = {lesson.id: lesson for lesson in [

@@ -229,7 +229,8 @@ def _languages() -> tuple[str, ...]:
 
 def translate(nb, lesson_id: str, lang: str) -> list[str]:
     from autograder.deliver.translations import translate as into
-    return into(nb, lesson_id, lang)
+    # the prose only: the pages show the English run's outputs, so its code stays the code that made them
+    return into(nb, lesson_id, lang, code=False)
 
 
 SITE_WORDS = {"zh_CN": {"lesson": "课", "exercise": "练习",

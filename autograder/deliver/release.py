@@ -25,8 +25,8 @@ PIPELINE = (CheckCellMetadata, LockCells, ClearSolutions, ClearOutput, ClearHidd
             ClearMarkScheme, ComputeChecksums, CheckCellMetadata)
 
 
-def student_version(source: Path) -> nbformat.NotebookNode:
-    nb = nbformat.read(str(source), as_version=4)
+def student_version(source: Path | nbformat.NotebookNode) -> nbformat.NotebookNode:
+    nb = nbformat.read(str(source), as_version=4) if isinstance(source, Path) else source
     resources: dict = {}
     for stage in PIPELINE:
         nb, resources = stage().preprocess(nb, resources)
@@ -38,11 +38,13 @@ def render(nb: nbformat.NotebookNode) -> str:
 
 
 def translated_version(lesson_id: str, lang: str) -> nbformat.NotebookNode:
-    """The released notebook with `lang`'s prose (deliver/translations.py): the same code cells."""
+    """The released notebook with `lang`'s prose and demo text (deliver/translations.py): the same
+    code but for the demos' shown string literals. Translated before nbgrader's pipeline, so that
+    the locked cells' checksums are those of the cells the student receives."""
     from autograder.deliver.translations import translate
-    nb = student_version(COURSE[lesson_id].solution_path)
+    nb = nbformat.read(str(COURSE[lesson_id].solution_path), as_version=4)
     translate(nb, lesson_id, lang)
-    return nb
+    return student_version(nb)
 
 
 def _releases(lang: str | None = None):
@@ -73,6 +75,10 @@ def release(out_dir: Path = LESSONS, lang: str | None = None) -> list[Path]:
     config = out_dir / "nbgrader_config.py"
     config.write_text(NBGRADER_CONFIG, encoding="utf-8")
     written.append(config)
+    if lang is not None:   # the figures' fonts: read by matplotlib from the notebook's folder
+        from autograder.deliver.translations import matplotlibrc
+        (out_dir / "matplotlibrc").write_text(matplotlibrc(lang), encoding="utf-8")
+        written.append(out_dir / "matplotlibrc")
     return written
 
 
@@ -84,4 +90,9 @@ def out_of_sync(lang: str | None = None) -> list[str]:
         path = folder / f"{lesson_id}.ipynb"
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             stale.append(lesson_id)
+    if lang is not None:
+        from autograder.deliver.translations import matplotlibrc
+        rc = folder / "matplotlibrc"
+        if not rc.exists() or rc.read_text(encoding="utf-8") != matplotlibrc(lang):
+            stale.append("matplotlibrc")
     return stale

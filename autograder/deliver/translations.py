@@ -8,7 +8,12 @@ its old translation marked fuzzy, a new cell gets an empty one, a deleted cell's
 A fuzzy or empty entry is never used: that cell stays in English until a translator confirms it,
 and the tests (tests/test_translations.py) fail until then.
 
-Code cells are never translated: a translated notebook runs, and is graded, exactly as the English.
+In the code cells, only the text a demo cell shows the reader is translated: the string literals it
+prints and writes on its figures (deliver/code_strings.py finds them), one message each, keyed by
+the cell's id and the literal as written, beside the markdown in the same catalog. A translation
+replaces the literal's text between its quotes and nothing else (placeholders and escapes kept,
+checked by parsing); graded cells, their stubs, the setup and the self-checks stay byte-identical,
+so a translated notebook runs, and is graded, exactly as the English.
 
 The site's own pages (PAGES: the book's introduction) are translated the same way, one entry per
 block of markdown (the text between blank lines; code fences and directives are left as they are),
@@ -20,13 +25,36 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.course import COURSE, ROOT
+from autograder.course import COURSE, ROOT, TRANSLATIONS
+from autograder.deliver.code_strings import is_demo_cell, shown_literals, substitute
 
 LOCALE = ROOT / "locale"
-LANGUAGES = ("zh_CN",)
+LANGUAGES = TRANSLATIONS
 
 
 PAGES = {"book_intro": ROOT / "book" / "intro.md"}
+
+# Fonts for the figures' text in each language, written as a matplotlibrc beside the translated
+# lessons (matplotlib reads one from the folder a notebook runs in): the figures' sans-serif font is
+# the first of these that is installed (each has Latin letters and digits too), else DejaVu Sans.
+# With none installed, matplotlib warns under the figure, glyph by glyph ("Glyph ... missing from
+# font(s) DejaVu Sans"): never a silent box. (A list of families instead, with glyph-by-glyph
+# fallback, logs "findfont: Font family ... not found" for every absent one on every figure.) Text
+# mixing $math$ with Chinese would be drawn by mathtext, which has no such fallback: the catalogs
+# write such labels' math as plain characters (tests/test_translations.py).
+FIGURE_FONTS = {"zh_CN": ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Source Han Sans SC", "Microsoft YaHei",
+                          "PingFang SC", "Heiti SC", "SimHei", "Arial Unicode MS")}
+
+
+def matplotlibrc(lang: str) -> str:
+    """The matplotlibrc that goes beside `lang`'s lessons (FIGURE_FONTS)."""
+    fonts = ", ".join((*FIGURE_FONTS.get(lang, ()), "DejaVu Sans"))
+    return ("# Written by `python -m autograder release`: the font of the lessons' figures, the first of this\n"
+            "# list that is installed (Linux: fonts-wqy-microhei or fonts-noto-cjk; Windows: Microsoft YaHei;\n"
+            "# macOS: PingFang SC). Without any, matplotlib warns \"Glyph ... missing from font(s)\" under a\n"
+            "# figure. A font installed after matplotlib first ran is seen once its cache is deleted:\n"
+            "# python -c \"import matplotlib; print(matplotlib.get_cachedir())\" names the folder.\n"
+            f"font.sans-serif: {fonts}\n")
 
 
 def catalog_path(domain: str, lang: str) -> Path:
@@ -69,7 +97,20 @@ def template(domain: str):
         if cell.cell_type == "markdown" and cell.source.strip():
             catalog.add(cell.source, context=cell.id, auto_comments=[f"markdown cell {index}"],
                         locations=[(f"solutions/{domain}.ipynb", index)])
+        elif is_demo_cell(cell):
+            for text in dict.fromkeys(literal.text for literal in shown_literals(cell.source)):
+                catalog.add(text, context=cell.id, locations=[(f"solutions/{domain}.ipynb", index)],
+                            auto_comments=[f"{CODE_LITERAL} {index}: a string literal the demo shows, as written "
+                                           "between its quotes (keep {placeholders} and \\escapes exactly)"])
     return catalog
+
+
+CODE_LITERAL = "code cell"   # how a code literal's entry begins its comment (a markdown cell's: "markdown cell")
+
+
+def is_code_literal(message) -> bool:
+    """Is this catalog entry a demo cell's string literal (not a markdown cell)?"""
+    return any(comment.startswith(CODE_LITERAL) for comment in message.auto_comments)
 
 
 def markdown_blocks(text: str) -> list[str]:
@@ -165,18 +206,27 @@ def translated_lessons(lang: str) -> list[str]:
     return [lid for lid in COURSE if catalog_path(lid, lang).exists() and COURSE[lid].solution_path.exists()]
 
 
-def translate(nb: nbformat.NotebookNode, lesson_id: str, lang: str) -> list[str]:
-    """Put `lang`'s translations into `nb`'s markdown cells (in place), and mark the notebook's
-    language in its metadata. Returns the ids of the cells left in English (no confirmed translation)."""
+def translate(nb: nbformat.NotebookNode, lesson_id: str, lang: str, code: bool = True) -> list[str]:
+    """Put `lang`'s translations into `nb`'s markdown cells and (with `code`) its demo cells' shown
+    string literals (in place), and mark the notebook's language in its metadata. Returns the ids
+    of the cells left wholly or partly in English (no confirmed translation)."""
     catalog = read(lesson_id, lang)
     missing = []
     for cell in nb.cells:
-        if cell.cell_type != "markdown" or not cell.source.strip():
-            continue
-        message = catalog.get(cell.source, context=cell.get("id")) if catalog is not None else None
-        if message is None or not message.string or message.fuzzy:
-            missing.append(cell.get("id", "?"))
-            continue
-        cell.source = message.string
+        if cell.cell_type == "markdown" and cell.source.strip():
+            message = catalog.get(cell.source, context=cell.get("id")) if catalog is not None else None
+            if message is None or not message.string or message.fuzzy:
+                missing.append(cell.get("id", "?"))
+                continue
+            cell.source = message.string
+        elif code and is_demo_cell(cell):
+            found = {}
+            for text in {literal.text for literal in shown_literals(cell.source)}:
+                message = catalog.get(text, context=cell.get("id")) if catalog is not None else None
+                if message is not None and message.string and not message.fuzzy:
+                    found[text] = message.string
+            if len(found) < len({literal.text for literal in shown_literals(cell.source)}):
+                missing.append(cell.get("id", "?"))
+            cell.source = substitute(cell.source, found)
     nb.metadata["language"] = lang.replace("_", "-")
     return missing

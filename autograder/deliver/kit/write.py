@@ -129,6 +129,9 @@ def kit_files(lessons: list[str] | None = None, corpus: bool = True, lang: str |
         nb = translated_version(lesson_id, lang) if lesson_id in translated \
             else student_version(COURSE[lesson_id].solution_path)
         files[f"lessons/{lesson_id}.ipynb"] = render(nb).encode()
+    if translated:   # the translated lessons' figure fonts (deliver/translations.py, FIGURE_FONTS)
+        from autograder.deliver.translations import matplotlibrc
+        files["lessons/matplotlibrc"] = matplotlibrc(lang).encode()
     if "09_generating_text" in lessons:   # the corpus lesson 09 trains its model on (data, no code)
         for path in sorted((ROOT / "data" / "sums").glob("*")):
             if path.suffix in (".txt", ".md"):
