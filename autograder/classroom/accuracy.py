@@ -90,9 +90,10 @@ def load(corpus: Path = CORPUS) -> list[Entry]:
     return [parse(p) for p in sorted(corpus.glob("*.py"))]
 
 
-def notebook_for(entry: Entry) -> str:
-    """The released lesson with the entry's cells put in place of the stubs."""
-    nb = json.loads(COURSE[entry.lesson].released_path.read_text(encoding="utf-8"))
+def notebook_for(entry: Entry, released: Path | None = None) -> str:
+    """The released lesson (or `released`, another edition of it: lessons/<lang>/) with the
+    entry's cells put in place of the stubs."""
+    nb = json.loads((released or COURSE[entry.lesson].released_path).read_text(encoding="utf-8"))
     for cell in nb["cells"]:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if gid in entry.cells:

@@ -179,11 +179,8 @@ def build_program(path: Path, lesson: Lesson, released: Path | None = None, *, k
     if fatal:
         program.fatal = fatal
         return program
-    template, _, template_fatal = read_cells(released or lesson.released_path)
-    if template_fatal:
-        raise RuntimeError(f"the released lesson {lesson.id} is broken: {template_fatal}")
-
     code = [c for c in cells if c.get("cell_type") == "code"]
+    template = _template(code, lesson, released)
     by_id: dict[str, list[dict]] = {}
     for c in code:
         gid = _nbgrader(c).get("grade_id")
@@ -242,6 +239,31 @@ def build_program(path: Path, lesson: Lesson, released: Path | None = None, *, k
     program.checkpoints = {ex: max(n, defined_at.get(ex, 0)) + len(missing)
                            for ex, n in program.checkpoints.items()}
     return program
+
+
+def _template(code: list[dict], lesson: Lesson, released: Path | None) -> list[dict]:
+    """The cells of the released notebook the student's is compared with: `released` when given,
+    else the edition (lessons/<id>.ipynb or a translation, lessons/<lang>/<id>.ipynb) with the most
+    locked cells that the student's match as released; the English one on a tie. Nothing the
+    student's file says about itself (its language metadata) is trusted: the editions differ only
+    in the text their demo cells show, so whichever is chosen, the same code runs and the same
+    checks grade it; the choice only decides which version of a locked cell counts as unedited."""
+    best, best_matches = None, -1
+    for path in ((released,) if released else lesson.released_editions):
+        cells, _, fatal = read_cells(path)
+        if fatal:
+            raise RuntimeError(f"the released lesson {lesson.id} ({path.name}) is broken: {fatal}")
+        matches = _unedited_locked_cells(code, cells)
+        if matches > best_matches:
+            best, best_matches = cells, matches
+    return best
+
+
+def _unedited_locked_cells(code: list[dict], template: list[dict]) -> int:
+    released = {_nbgrader(t).get("grade_id"): _source(t).strip() for t in template
+                if t.get("cell_type") == "code" and not _nbgrader(t).get("solution")
+                and isinstance(_nbgrader(t).get("grade_id"), str)}
+    return sum(1 for c in code if released.get(_nbgrader(c).get("grade_id"), None) == _source(c).strip())
 
 
 def without_magics(source: str) -> tuple[str, str | None]:
