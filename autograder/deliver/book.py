@@ -9,8 +9,10 @@ Sphinx reads any page. It writes, into book/:
   mistakes.md                 the "common mistakes" page, from autograder.diagnose.mistakes.CATALOGUE
   _generated/points.md        the points of every exercise, from the self-check cells (the
                               introduction includes it)
-Executed notebooks are cached in book/_build/.executed/, keyed by the notebook's and the
-autograder's contents, so the second variant and unchanged rebuilds skip execution.
+A translated site (book/<lang>/) runs each solution translated as its lesson is (prose and the
+demos' shown text, deliver/translations.py), with that language's figure fonts, so its figures and
+printouts are in that language. Executed notebooks are cached in book/_build/.executed/, keyed by
+the notebook's and the autograder's contents, so the second variant and unchanged rebuilds skip execution.
 """
 from __future__ import annotations
 
@@ -31,13 +33,19 @@ BOOK = ROOT / "book"
 VARIANTS = ("student", "instructor")
 
 
-def execute(notebook: Path, cwd: Path) -> nbformat.NotebookNode:
-    """Run a notebook top to bottom in a fresh kernel, as a student's Jupyter would."""
+def execute(notebook: Path, cwd: Path, matplotlibrc: Path | None = None) -> nbformat.NotebookNode:
+    """Run a notebook top to bottom in a fresh kernel, as a student's Jupyter would (with
+    `matplotlibrc`: the one beside a translated lesson, for its figures' fonts)."""
     from nbclient import NotebookClient
     nb = nbformat.read(str(notebook), as_version=4)
     client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep the inline backend for figures
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    if matplotlibrc is not None:
+        env["MATPLOTLIBRC"] = str(matplotlibrc)
+        # a font list of its own, made on first use: matplotlib's user cache lists the fonts installed
+        # when it was made, and a CJK font installed later would be drawn as boxes
+        env["MPLCONFIGDIR"] = str(matplotlibrc.parent / "matplotlib")
     client.execute(env=env)
     return nb
 
@@ -54,30 +62,42 @@ def _cache_key(notebook: Path) -> str:
     return h.hexdigest()[:24]
 
 
-def executed_solution(lesson_id: str, cache: Path = EXECUTED_CACHE) -> nbformat.NotebookNode:
+def executed_solution(lesson_id: str, cache: Path = EXECUTED_CACHE, lang: str | None = None) -> nbformat.NotebookNode:
     """solutions/<lesson_id>.ipynb run top to bottom, from the cache when nothing it reads changed.
+    With `lang`: the solution translated (its prose and its demos' shown text, as the translated
+    lesson has them), run the same way with that language's figure fonts.
 
     A lock per lesson makes a second process that wants the same notebook (the other variant's
     build, a parallel test worker) wait for the first and read its result, not run it again."""
     import fcntl
-    source = COURSE[lesson_id].solution_path
-    cached = cache / f"{lesson_id}.{_cache_key(source)}.ipynb"
+    source, rc, edition = COURSE[lesson_id].solution_path, None, lesson_id
     cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / f"{lesson_id}.lock", "w") as lock:
+    if lang is not None:
+        from autograder.deliver.translations import matplotlibrc, translated_solution
+        edition = f"{lesson_id}.{lang}"
+        folder = cache / f"source-{lang}"
+        folder.mkdir(exist_ok=True)
+        source, rc = folder / f"{lesson_id}.ipynb", folder / "matplotlibrc"
+        _write_if_changed(source, nbformat.writes(translated_solution(lesson_id, lang)))
+        _write_if_changed(rc, matplotlibrc(lang))
+    cached = cache / f"{edition}.{_cache_key(source)}.ipynb"
+    with open(cache / f"{edition}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if cached.exists():
             return nbformat.read(str(cached), as_version=4)
-        return _execute_into(lesson_id, source, cached, cache)
+        return _execute_into(edition, source, cached, cache, rc)
 
 
-def _execute_into(lesson_id: str, source: Path, cached: Path, cache: Path) -> nbformat.NotebookNode:
-    nb = execute(source, source.parent)
+def _execute_into(edition: str, source: Path, cached: Path, cache: Path, rc: Path | None) -> nbformat.NotebookNode:
+    import re
+    nb = execute(source, COURSE[edition.split(".")[0]].solution_path.parent, rc)   # run where solutions/ runs
     errors = [f"{o.ename}: {o.evalue}" for c in nb.cells if c.cell_type == "code"
               for o in c.get("outputs", []) if o.output_type == "error"]
     if errors:
-        raise RuntimeError(f"solutions/{lesson_id}.ipynb raised while building the book: {errors[0]}")
-    for stale in cache.glob(f"{lesson_id}.*.ipynb"):
-        stale.unlink()
+        raise RuntimeError(f"solutions/{edition}.ipynb raised while building the book: {errors[0]}")
+    for stale in cache.glob(f"{edition}.*.ipynb"):
+        if re.fullmatch(re.escape(edition) + r"\.[0-9a-f]{24}\.ipynb", stale.name):   # not another edition's
+            stale.unlink()
     write_atomic(cached, nbformat.writes(nb))
     return nb
 
@@ -203,12 +223,10 @@ def generate(book: Path = BOOK, variant: str = "student", jobs: int = 2, lang: s
         else EXECUTED_CACHE
     lessons = [lesson.id for lesson in available_lessons()]
     with ThreadPoolExecutor(jobs) as pool:  # each notebook runs in its own kernel process
-        executed = dict(zip(lessons, pool.map(lambda lid: executed_solution(lid, cache), lessons)))
+        # a translated site runs the translated solutions: its figures and printouts in that language
+        executed = dict(zip(lessons, pool.map(lambda lid: executed_solution(lid, cache, lang), lessons)))
     written = []
     for lesson_id, nb in executed.items():
-        if lang is not None:
-            nb = copy.deepcopy(nb)
-            translate(nb, lesson_id, lang)      # cells without a confirmed translation stay English
         path = book / "lessons" / f"{lesson_id}.ipynb"
         _write_if_changed(path, nbformat.writes(page(nb, variant)))
         written.append(path)
@@ -225,12 +243,6 @@ def generate(book: Path = BOOK, variant: str = "student", jobs: int = 2, lang: s
 def _languages() -> tuple[str, ...]:
     from autograder.deliver.translations import LANGUAGES
     return LANGUAGES
-
-
-def translate(nb, lesson_id: str, lang: str) -> list[str]:
-    from autograder.deliver.translations import translate as into
-    # the prose only: the pages show the English run's outputs, so its code stays the code that made them
-    return into(nb, lesson_id, lang, code=False)
 
 
 SITE_WORDS = {"zh_CN": {"lesson": "课", "exercise": "练习",

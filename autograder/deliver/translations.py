@@ -206,6 +206,13 @@ def translated_lessons(lang: str) -> list[str]:
     return [lid for lid in COURSE if catalog_path(lid, lang).exists() and COURSE[lid].solution_path.exists()]
 
 
+def translated_solution(lesson_id: str, lang: str) -> nbformat.NotebookNode:
+    """solutions/<lesson_id>.ipynb in `lang` (translate): what the translated site runs and shows."""
+    nb = nbformat.read(str(COURSE[lesson_id].solution_path), as_version=4)
+    translate(nb, lesson_id, lang)
+    return nb
+
+
 def translate(nb: nbformat.NotebookNode, lesson_id: str, lang: str, code: bool = True) -> list[str]:
     """Put `lang`'s translations into `nb`'s markdown cells and (with `code`) its demo cells' shown
     string literals (in place), and mark the notebook's language in its metadata. Returns the ids
