@@ -17,6 +17,7 @@ ax.set_title("Self-attention weights"); ax.imshow(w, cmap="viridis")
 ax.plot(x, y, "o-", label="measured" if ok else "expected")
 ax.set(xlabel="sequence length T", yscale="log")
 plt.savefig("figure.png")
+assert ok, f"off by {gap:.2f}"
 '''
 
 
@@ -26,7 +27,7 @@ def texts(source):
 
 def test_only_what_the_reader_sees_is_extracted():
     assert texts(DEMO) == ["each row sums to", "{x:.3f} at step {i}", "Self-attention weights",
-                           "measured", "expected", "sequence length T"]
+                           "measured", "expected", "sequence length T", "off by {gap:.2f}"]
 
 
 def test_a_table_label_is_translated_with_the_keys_it_becomes():

@@ -1,8 +1,8 @@
 """The text a lesson's demo cells show the reader, as string literals to translate in place.
 
 A demo cell (a locked code cell of the lesson: not the setup, not a graded cell, not a self-check)
-prints results and draws figures. The literals it prints (print's arguments) and writes on its
-figures (titles, axis labels, legend labels, text) are the reader's text; everything else in the
+prints results and draws figures. The literals it prints (print's arguments, an assert's
+message) and writes on its figures (titles, axis labels, legend labels, text) are the reader's text; everything else in the
 cell is code and is never touched. A literal counts when it reaches such a place through string
 operations only (`+`, `%`, f-strings, a conditional expression), or through a name the cell binds to
 it in a table it loops over (`for name, kwargs in [("temperature 1", {...}), ...]`).
@@ -86,6 +86,8 @@ def _shown(node, parent) -> bool:
     while up is not None:
         if isinstance(up, ast.keyword):
             return up.arg in DISPLAY_KEYWORDS
+        if isinstance(up, ast.Assert):
+            return child is up.msg          # what a failed assert tells the reader
         if isinstance(up, ast.Call):
             return child in up.args and _is_sink(up)
         if isinstance(up, (ast.JoinedStr, ast.FormattedValue)):
