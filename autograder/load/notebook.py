@@ -1,7 +1,8 @@
 """Load: read a submitted notebook, whatever state it is in, and decide what code to run.
 
 The grader runs a notebook the way Restart & Run All would: every code cell, top to bottom.
-The released notebook (lessons/<id>.ipynb) is the template that says which cells are whose:
+The released notebook (lessons/<id>.ipynb, or its translation lessons/<lang>/<id>.ipynb when the
+student's locked cells match that edition: _template) is the template that says which cells are whose:
   * the lesson's locked cells (setup and demos) run in their released form, whatever the
     student did to them; a deleted setup cell still runs, first;
   * each graded cell is the student's, found by nbgrader grade_id, or, when another editor
