@@ -76,9 +76,11 @@ def test_few_queries_problem_refuses_a_block_of_rows_not_a_tile():
     rng = np.random.default_rng(2)
     q, k, v = checks.narrow_inputs(rng)
     lq, lk = q.shape[-2], k.shape[-2]
-    assert 64 * lk * 8 >= 1.5 * checks.MEMORY_LIMIT          # one (64, Lk) float64 array
+    b = checks.NARROW_BLOCK
+    assert b * lk * 8 >= 1.25 * checks.MEMORY_LIMIT           # one (block, Lk) float64 array
     assert lq * lk * 8 > checks.MEMORY_LIMIT                   # the naive (Lq, Lk) one, causal or not
-    assert 64 < lq <= 128 and q.nbytes + k.nbytes + v.nbytes < checks.MEMORY_LIMIT
+    assert b * b * 8 * 20 < checks.MEMORY_LIMIT                # a tile, and the arrays made of it
+    assert b < lq <= b + 16 and q.nbytes + k.nbytes + v.nbytes < checks.MEMORY_LIMIT
 
 
 def test_lesson10_fixes_speak_the_lessons_names():

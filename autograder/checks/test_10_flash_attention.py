@@ -137,11 +137,8 @@ def flash_mutants(reference, q, k, v, causal, block_size, which, seen=None):
     if causal and lq != lk:
         found.append(Variant.of("causal-top-left", f"with {lq} queries and {lk} keys, query i sees keys j <= i "
                                 "(aligned at the first key) instead of j <= i + Lk - Lq", top_left=True))
-    if causal and lq > lk:
-        found.append(Variant.of("masked-row-nan", "the queries with no key come out NaN", lse="nan-empty"))
-        found.append(Variant.of("masked-row-nan", "the queries with no key come out NaN", nan="no-key"))
     if causal:
-        found += causal_skip_variants(lq, lk, block_size, seen)
+        found += nan_variants(lq, lk, block_size) + causal_skip_variants(lq, lk, block_size, seen)
     if lk % block_size and lk > block_size:      # (with no full block, every key would be dropped)
         found.append(Variant.of("last-block-dropped", f"the last {lk % block_size} of the {lk} keys (past the "
                                 f"last full block of {block_size}) are ignored", drop_keys=True))
@@ -179,6 +176,25 @@ SKIP_TOO_EARLY = ("the loop over key blocks stops too early: a block the query b
                   "first key is at most i1 - 1 + Lk - Lq) is not computed")
 
 
+def nan_variants(lq, lk, block_size):
+    """Causal rows left NaN by a missing guard: every row with no key (queries all at once), those in a
+    query block that computes a tile (an unguarded running maximum), or every row that meets a tile
+    with no visible key (an unguarded tile maximum). Rule sets that pick the same rows are one variant."""
+    no_key = np.arange(lq) + lk - lq < 0
+    variants, rows_seen = [], []
+    for rows, detail, switch in [
+            (no_key, "the queries with no key come out NaN", {"lse": "nan-empty"}),
+            (fingerprints.flash_nan_rows(lq, lk, block_size, "no-key"), "the queries with no key come out NaN",
+             {"nan": "no-key"}),
+            (fingerprints.flash_nan_rows(lq, lk, block_size, "tile"), "a row whose keys in one tile are all masked "
+             "(on the diagonal, or a row with no key) comes out NaN: the tile's maximum is -inf, and "
+             "exp(-inf - (-inf)) is NaN", {"nan": "tile"})]:
+        if rows.any() and not any(np.array_equal(rows, r) for r in rows_seen):
+            rows_seen.append(rows)
+            variants.append(Variant.of("masked-row-nan", detail, **switch))
+    return variants
+
+
 def causal_skip_variants(lq, lk, block_size, seen=None):
     """The causal mistakes of a tiled loop: a tile's row with no visible key left NaN, and a loop over
     key blocks that stops at the wrong block (the right stop: the first block whose first key j0 is past
@@ -186,10 +202,7 @@ def causal_skip_variants(lq, lk, block_size, seen=None):
     give the same answer: `seen` (the stops earlier cases of the check told apart) says which it is;
     without it (None), the loss is described, not named. Stopping at j0 >= i1 - 1 + Lk - Lq is never
     alone: only cases where the others are told apart name it."""
-    found = [Variant.of("masked-row-nan", "a row whose keys in one tile are all masked (on the diagonal, or a "
-                        "row with no key) comes out NaN: the tile's maximum is -inf, and exp(-inf - (-inf)) is "
-                        "NaN", nan="tile")]
-    groups: dict[tuple, list[str]] = {}
+    found, groups = [], {}
     for rule in SKIPS:
         lost = fingerprints.flash_skip_losses(lq, lk, block_size, rule)
         if lost:                                     # (no loss: the right answer here)
@@ -313,15 +326,18 @@ def test_flash_memory_limit(student, reference, rng):
            lambda: expect_array(got[0], expected[0], call=f"the output of {call}", tol=TOL, inputs=(q, k, v)))
 
 
-# Few queries and many keys: one (64, Lk) float64 array is 1.5 times the limit, so a block of queries
-# against every key (a plain softmax per query block) is refused, and so is the naive computation of
-# the causal case; a (64, 64) tile is 32 KiB. Two query blocks of the default size keep the call short.
-NARROW_QUERIES = 64
-NARROW_KEYS = -(-3 * MEMORY_LIMIT // (2 * 64 * 8))
+# Few queries and many keys, in blocks of 128: one (128, Lk) float64 array is 1.25 times the limit, so
+# a block of queries against every key (a plain softmax per query block) is refused, and so is the
+# naive computation of the causal case; a (128, 128) tile is 128 KiB. The time goes with Lq * Lk, which
+# the limit fixes to about 1.25 * limit / 8 per query block: a second block of at most 16 queries
+# (~0.6 s a call on a loaded 2-core machine, ~2 s under the self-check's tracemalloc).
+NARROW_BLOCK = 128
+NARROW_KEYS = -(-5 * MEMORY_LIMIT // (4 * NARROW_BLOCK * 8))
 
 
 def narrow_inputs(rng):
-    return qkv(rng, (), NARROW_QUERIES + int(rng.integers(1, 64)), NARROW_KEYS + int(rng.integers(1, 64)), 8, 4)
+    lq, lk = NARROW_BLOCK + int(rng.integers(1, 17)), NARROW_KEYS + int(rng.integers(1, 64))
+    return qkv(rng, (), lq, lk, 8, 4)
 
 
 def _refused_shape(said: str) -> tuple:
@@ -330,11 +346,12 @@ def _refused_shape(said: str) -> tuple:
 
 
 def check_within_limit(student, reference, q, k, v, causal):
-    lq, lk = q.shape[-2], k.shape[-2]
-    call = f"flash_attention(q, k, v{', causal=True' if causal else ''}) with q, k, v {describe_shape(q, k, v)}"
-    sizes = (f"one ({lq}, {lk}) float64 array is {_mib(lq * lk * 8)}, one (64, {lk}) array {_mib(64 * lk * 8)}, "
-             f"a (64, 64) tile {_mib(64 * 64 * 8)}")
-    ran = student.flash_attention.within_memory(*((q, k, v, True) if causal else (q, k, v)), memory_bytes=MEMORY_LIMIT)
+    lq, lk, b = q.shape[-2], k.shape[-2], NARROW_BLOCK
+    call = (f"flash_attention(q, k, v, {'causal=True' if causal else 'causal=False'}, block_size={b}) with q, k, v "
+            f"{describe_shape(q, k, v)}")
+    sizes = (f"one ({lq}, {lk}) float64 array is {_mib(lq * lk * 8)}, one ({b}, {lk}) array {_mib(b * lk * 8)}, "
+             f"a ({b}, {b}) tile {_mib(b * b * 8)}")
+    ran = student.flash_attention.within_memory(q, k, v, causal, b, memory_bytes=MEMORY_LIMIT)
     if "refused" in ran:
         dims = _refused_shape(ran["refused"])
         line = f"{call} ran out of memory under a limit of {_mib(MEMORY_LIMIT)} ({sizes}): {ran['refused']}"
@@ -349,7 +366,7 @@ def check_within_limit(student, reference, q, k, v, causal):
         raise Mismatch(f"{call} allocated {_mib(peak)} at its peak, as tracemalloc measured it in this kernel: more "
                        f"than the {_mib(MEMORY_LIMIT)} the grader allows ({sizes}). The grader enforces the limit in "
                        "a process of its own; this figure only tells you where you stand")
-    expected = quietly(reference.flash_attention, q, k, v, causal)
+    expected = quietly(reference.flash_attention, q, k, v, causal, b)
     got = pair(ran["result"], call)
     all_of(lambda: expect_array(got[1], expected[1], call=f"the lse from {call}", tol=TOL, inputs=(q, k, v)),
            lambda: expect_array(got[0], expected[0], call=f"the output of {call}", tol=TOL, inputs=(q, k, v)))

@@ -164,7 +164,7 @@ def _wrong_skip(flash_attention, q, k, v, block_size, rule):
     return out, lse
 
 
-def _nan_rows(lq, lk, block_size, rule):
+def nan_rows(lq, lk, block_size, rule):
     """(Lq,) bool: the causal rows that come out NaN when a guard is missing. rule "no-key": rows with
     no key, in the query blocks that compute a tile (an unguarded running maximum: its first tile);
     "tile": rows for which a computed tile has no visible key (an unguarded tile maximum)."""
@@ -196,7 +196,7 @@ def flash(flash_attention, q, k, v, causal=False, block_size=64, *, which=0, res
     lse="nan-empty": rows with no key come out NaN, output and lse (masked-row-nan).
     skip="off-by-one" | "first-query" | "no-offset": the causal loop over key blocks stops at the wrong
         block (_SKIPS; off-by-one: causal-off-by-one).
-    nan="no-key" | "tile": the rows _nan_rows picks come out NaN, output and lse (masked-row-nan).
+    nan="no-key" | "tile": the rows nan_rows picks come out NaN, output and lse (masked-row-nan).
     """
     lq, lk = q.shape[-2], k.shape[-2]
     with np.errstate(all="ignore"):
@@ -225,6 +225,6 @@ def flash(flash_attention, q, k, v, causal=False, block_size=64, *, which=0, res
             empty = np.isneginf(total)
             out, total = np.where(empty[..., None], np.nan, out), np.where(empty, np.nan, total)
         if nan and causal:
-            rows = _nan_rows(lq, lk, block_size, nan)
+            rows = nan_rows(lq, lk, block_size, nan)
             out, total = np.where(rows[:, None], np.nan, out), np.where(rows, np.nan, total)
     return (out, total)[which]
