@@ -607,9 +607,8 @@ LESSON_FIX[("missing-scale", "03")] = (
 # Lesson 10 in its own names: section 2's (m, ℓ, a), combine_attention's (out1, lse1, out2, lse2), the
 # tiles' m and the guard `np.where(np.isfinite(...), ..., 0.0)` that naive_attention shows.
 LESSON_FIX[("lse-unstable", "10")] = (
-    "exp() of an lse or a score above ~709 overflows to inf (and below ~-745 it is 0), so log(exp(lse1) + "
-    "exp(lse2)), or weights exp(lse1) and exp(lse2) with no shared maximum taken out, give inf or NaN. "
-    "Subtracting the union's lse first keeps every exponent <= 0, but when both sets are empty that lse is "
+    "exp() of an lse or a score above ~709 overflows to inf (and below ~-745 it is 0): a log-sum-exp, or a "
+    "weight, computed with exp() before any maximum is taken out comes out inf or NaN. Subtracting the union's lse first keeps every exponent <= 0, but when both sets are empty that lse is "
     "-inf, and lse1 - lse computes -inf - (-inf) = NaN unless it is guarded.",
     "Take `lse = np.logaddexp(lse1, lse2)`, guard it, `safe = np.where(np.isfinite(lse), lse, 0.0)`, and "
     "weight the outputs by `np.exp(lse1 - safe)` and `np.exp(lse2 - safe)` (in flash_attention, a tile's lse "
