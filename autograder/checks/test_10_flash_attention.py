@@ -4,7 +4,11 @@ Every answer is compared, output and lse, with the reference (float64, within 1e
 calls flash_attention once on about 2,000 queries and 6,000 keys under a memory limit: in the sandbox a
 process of its own whose address space the kernel limits (Student.within_memory), which one (Lq, Lk)
 float64 array exceeds; in a notebook's own kernel (the self-check) tracemalloc's peak stands in for it,
-and the self-check says so.
+and the self-check says so. A second memory check calls it, without and with causal=True, on about 130
+queries and 51,000 keys in blocks of 128, where one (128, Lk) array is over the same limit: a plain
+softmax per block of queries is refused there, and so is the naive computation of the causal case.
+The causal skip itself is taught, not graded (a loop that does not skip gives the same numbers); a
+loop that stops at the wrong block loses keys, and the causal checks name or describe it.
 """
 import re
 
@@ -196,8 +200,7 @@ def nan_variants(lq, lk, block_size):
 
 
 def causal_skip_variants(lq, lk, block_size, seen=None):
-    """The causal mistakes of a tiled loop: a tile's row with no visible key left NaN, and a loop over
-    key blocks that stops at the wrong block (the right stop: the first block whose first key j0 is past
+    """A causal loop over key blocks that stops at the wrong block (the right stop: the first block whose first key j0 is past
     the query block's last visible key, j0 > i1 - 1 + Lk - Lq). Wrong stops that lose the same keys here
     give the same answer: `seen` (the stops earlier cases of the check told apart) says which it is;
     without it (None), the loss is described, not named. Stopping at j0 >= i1 - 1 + Lk - Lq is never
