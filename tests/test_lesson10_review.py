@@ -108,3 +108,10 @@ def test_the_reference_is_called_without_warnings(ref):
         checks.quietly(ref.combine_attention, np.zeros((3, 2)), empty, np.zeros((3, 2)), empty)
         after = warnings.filters[:]
     assert not caught and after
+
+
+def test_lesson10_explanations_close_their_brackets():
+    """A root cause's lines keep their brackets balanced (tests/test_corpus.py): "[i0, i1)" was one."""
+    from autograder.diagnose.mistakes import LESSON_FIX
+    texts = [text for (mistake, lesson), pair in LESSON_FIX.items() if lesson == "10" for text in pair if text]
+    assert texts and all(t.count("(") == t.count(")") for t in texts)

@@ -623,7 +623,7 @@ LESSON_FIX[("masked-row-nan", "10")] = (
     "with ℓ = 0 a zero output and lse = -inf.")
 LESSON_FIX[("causal-off-by-one", "10")] = (
     "Query i may attend key j when j <= i + Lk - Lq, the diagonal included. A key block is wholly in the "
-    "future for a query block [i0, i1) only when its first key j0 is past the last query's last key: "
+    "future for the block of queries i0 to i1 - 1 only when its first key j0 is past the last query's last key: "
     "j0 > i1 - 1 + Lk - Lq. Stopping at j0 >= i1 - 1 + Lk - Lq drops a block whose first key the last "
     "query may still attend.",
     "Stop the loop over keys only when `j0 > i1 - 1 + Lk - Lq` (or loop over `range(0, min(Lk, i1 + Lk - "
