@@ -143,7 +143,7 @@ def test_nan_and_wrong_type_results(grade, tmp_path):
                                                                "    return 'attention!'\n"}, tmp_path)
     r = grade({L01: path})
     assert r["score"] == 0
-    assert "values are NaN where the reference is finite" in text(r)
+    assert "values are NaN where the reference is not NaN" in text(r)
     assert "returned str" in text(r) and "mistake:wrong-type" in text(r)
 
 

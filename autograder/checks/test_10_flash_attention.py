@@ -4,7 +4,11 @@ Every answer is compared, output and lse, with the reference (float64, within 1e
 calls flash_attention once on about 2,000 queries and 6,000 keys under a memory limit: in the sandbox a
 process of its own whose address space the kernel limits (Student.within_memory), which one (Lq, Lk)
 float64 array exceeds; in a notebook's own kernel (the self-check) tracemalloc's peak stands in for it,
-and the self-check says so.
+and the self-check says so. A second memory check calls it, without and with causal=True, on about 130
+queries and 51,000 keys in blocks of 128, where one (128, Lk) array is over the same limit: a plain
+softmax per block of queries is refused there, and so is the naive computation of the causal case.
+The causal skip itself is taught, not graded (a loop that does not skip gives the same numbers); a
+loop that stops at the wrong block loses keys, and the causal checks name or describe it.
 """
 import re
 
@@ -34,13 +38,17 @@ def pair(got, call):
 
 # ------------------------------------------------------------------------------ combine_attention
 
-def combine_mutants(reference, parts, which):
+def combine_mutants(reference, parts, which, exp_weights="combine-linear-weights"):
+    """exp_weights: the id of weights exp(lse_i) with no shared maximum; lse-unstable when the answer's lse
+    overflows the same way (one mistake, exp without the maximum taken out, said once)."""
     found = [Variant.of("lse-unstable", "the lse is log(exp(lse1) + exp(lse2)), which overflows", lse="exp"),
              Variant.of("lse-unstable", "two empty sets (lse = -inf) give NaN", lse="nan-empty"),
              Variant.of("combine-linear-weights", "the outputs are weighted by lse1 / (lse1 + lse2) and "
                         "lse2 / (lse1 + lse2)", weights="lse"),
-             Variant.of("combine-linear-weights", "the outputs are weighted by exp(lse1) and exp(lse2) with no "
-                        "shared maximum subtracted", weights="exp")]
+             Variant.of(None, "the outputs are weighted by exp(lse1 - m) and exp(lse2 - m), m the larger lse, and "
+                        "not divided by their sum, so the weights add up to more than 1", weights="unnormalised"),
+             Variant.of(exp_weights, "the outputs are weighted by exp(lse1) and exp(lse2) with no shared maximum "
+                        "subtracted", weights="exp")]
     lse = np.concatenate([np.ravel(parts[1]), np.ravel(parts[3])])
     if not (np.abs(lse[np.isfinite(lse)]) > 700).any():   # exp(lse) is then finite, and those weights are right
         found.pop()   # (with empty sets they would look like the NaN of lse-unstable)
@@ -50,12 +58,29 @@ def combine_mutants(reference, parts, which):
 
 def check_combine(student, reference, parts, *, what, signs=None):
     call = f"combine_attention(out1, lse1, out2, lse2) with {what}, out {describe_shape(parts[0])}"
-    expected = reference.combine_attention(*parts)
+    expected = quietly(reference.combine_attention, *parts)
     got = pair(student.combine_attention(*parts), call)
+    exp_lse = fingerprints.combine(reference.combine_attention, *parts, which=1, lse="exp")
+    same_overflow = _is_array(got[1]) and got[1].shape == exp_lse.shape and \
+        not np.array_equal(exp_lse, expected[1], equal_nan=True) and np.allclose(got[1], exp_lse, equal_nan=True)
+    exp_weights = "lse-unstable" if same_overflow else "combine-linear-weights"
     all_of(lambda: expect_array(got[1], expected[1], call=f"the lse from {call}", tol=TOL, inputs=parts,
                                 mutants=combine_mutants(reference, parts, 1), signs=signs),
            lambda: expect_array(got[0], expected[0], call=f"the output of {call}", tol=TOL, inputs=parts,
-                                mutants=combine_mutants(reference, parts, 0)))
+                                mutants=combine_mutants(reference, parts, 0, exp_weights)))
+
+
+def _is_array(x) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype.kind in "fiu"
+
+
+def quietly(fn, *args, **kwargs):
+    """The reference, called without NumPy's warnings (np.logaddexp(-inf, -inf) warns, and the answer
+    is right): the grader's stderr is for what goes wrong, as in the self-check."""
+    import warnings
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
 
 
 def split_partials(reference, rng, batch, lq, lk, dk, dv, scale=1.0):
@@ -63,8 +88,8 @@ def split_partials(reference, rng, batch, lq, lk, dk, dv, scale=1.0):
     q, k, v = qkv(rng, batch, lq, lk, dk, dv, scale)
     keys = rng.permutation(lk)
     first, second = np.sort(keys[:lk // 3 + 1]), np.sort(keys[lk // 3 + 1:])
-    a = reference.flash_attention(q, k[..., first, :], v[..., first, :], block_size=8)
-    b = reference.flash_attention(q, k[..., second, :], v[..., second, :], block_size=8)
+    a = quietly(reference.flash_attention, q, k[..., first, :], v[..., first, :], block_size=8)
+    b = quietly(reference.flash_attention, q, k[..., second, :], v[..., second, :], block_size=8)
     return (a[0], a[1], b[0], b[1])
 
 
@@ -101,7 +126,7 @@ def test_combine_empty_sets(student, reference, rng):
 
 # -------------------------------------------------------------------------------- flash_attention
 
-def flash_mutants(reference, q, k, v, causal, block_size, which):
+def flash_mutants(reference, q, k, v, causal, block_size, which, seen=None):
     lq, lk = q.shape[-2], k.shape[-2]
     found = [Variant.of("running-sum-not-rescaled", "the running sum is not multiplied by exp(old max - new max) "
                         "when a block raises the maximum", rescale_sum=False),
@@ -116,8 +141,8 @@ def flash_mutants(reference, q, k, v, causal, block_size, which):
     if causal and lq != lk:
         found.append(Variant.of("causal-top-left", f"with {lq} queries and {lk} keys, query i sees keys j <= i "
                                 "(aligned at the first key) instead of j <= i + Lk - Lq", top_left=True))
-    if causal and lq > lk:
-        found.append(Variant.of("lse-unstable", "the queries with no key come out NaN", lse="nan-empty"))
+    if causal:
+        found += nan_variants(lq, lk, block_size) + causal_skip_variants(lq, lk, block_size, seen)
     if lk % block_size and lk > block_size:      # (with no full block, every key would be dropped)
         found.append(Variant.of("last-block-dropped", f"the last {lk % block_size} of the {lk} keys (past the "
                                 f"last full block of {block_size}) are ignored", drop_keys=True))
@@ -128,19 +153,71 @@ def flash_mutants(reference, q, k, v, causal, block_size, which):
                                                         which=which, **kw), found, depth=2)
 
 
-def check_flash(student, reference, q, k, v, causal=False, block_size=None, signs=None):
+def check_flash(student, reference, q, k, v, causal=False, block_size=None, signs=None, seen=None):
     args = {} if not causal else {"causal": True}
     if block_size is not None:
         args["block_size"] = block_size
     used = block_size or 64
     call = (f"flash_attention(q, k, v{''.join(f', {n}={x}' for n, x in args.items())}) with q, k, v "
             f"{describe_shape(q, k, v)}")
-    expected = reference.flash_attention(q, k, v, causal=causal, block_size=used)
+    expected = quietly(reference.flash_attention, q, k, v, causal=causal, block_size=used)
     got = pair(student.flash_attention(q, k, v, **args), call)
     all_of(lambda: expect_array(got[1], expected[1], call=f"the lse from {call}", tol=TOL, inputs=(q, k, v),
-                                mutants=flash_mutants(reference, q, k, v, causal, used, 1), signs=signs),
+                                mutants=flash_mutants(reference, q, k, v, causal, used, 1, seen),
+                                signs=signs),
            lambda: expect_array(got[0], expected[0], call=f"the output of {call}", tol=TOL, inputs=(q, k, v),
-                                mutants=flash_mutants(reference, q, k, v, causal, used, 0)))
+                                mutants=flash_mutants(reference, q, k, v, causal, used, 0, seen)))
+
+
+# the wrong stops of the causal loop over key blocks (fingerprints.flash's skip=...), in words
+SKIPS = {"off-by-one": ("causal-off-by-one", "the loop over key blocks also stops at a block whose first key is the "
+                        "query block's last visible key (i1 - 1 + Lk - Lq), so that key is lost"),
+         "first-query": (None, "the loop over key blocks stops after the block holding the query block's first "
+                         "query's last key (i0 + Lk - Lq): the later queries of the block lose keys they may attend"),
+         "no-offset": (None, "the loop over key blocks stops after key i1 - 1, the query block's own last index, "
+                       "without the + Lk - Lq of the causal alignment")}
+SKIP_TOO_EARLY = ("the loop over key blocks stops too early: a block the query block's last query may attend (its "
+                  "first key is at most i1 - 1 + Lk - Lq) is not computed")
+
+
+def nan_variants(lq, lk, block_size):
+    """Causal rows left NaN by a missing guard: every row with no key (queries all at once), those in a
+    query block that computes a tile (an unguarded running maximum), or every row that meets a tile
+    with no visible key (an unguarded tile maximum). Rule sets that pick the same rows are one variant."""
+    no_key = np.arange(lq) + lk - lq < 0
+    variants, rows_seen = [], []
+    for rows, detail, switch in [
+            (no_key, "the queries with no key come out NaN", {"lse": "nan-empty"}),
+            (fingerprints.flash_nan_rows(lq, lk, block_size, "no-key"), "the queries with no key come out NaN",
+             {"nan": "no-key"}),
+            (fingerprints.flash_nan_rows(lq, lk, block_size, "tile"), "a row whose keys in one tile are all masked "
+             "(on the diagonal, or a row with no key) comes out NaN: the tile's maximum is -inf, and "
+             "exp(-inf - (-inf)) is NaN", {"nan": "tile"})]:
+        if rows.any() and not any(np.array_equal(rows, r) for r in rows_seen):
+            rows_seen.append(rows)
+            variants.append(Variant.of("masked-row-nan", detail, **switch))
+    return variants
+
+
+def causal_skip_variants(lq, lk, block_size, seen=None):
+    """A causal loop over key blocks that stops at the wrong block (the right stop: the first block whose first key j0 is past
+    the query block's last visible key, j0 > i1 - 1 + Lk - Lq). Wrong stops that lose the same keys here
+    give the same answer: `seen` (the stops earlier cases of the check told apart) says which it is;
+    without it (None), the loss is described, not named. Stopping at j0 >= i1 - 1 + Lk - Lq is never
+    alone: only cases where the others are told apart name it."""
+    found, groups = [], {}
+    for rule in SKIPS:
+        lost = fingerprints.flash_skip_losses(lq, lk, block_size, rule)
+        if lost:                                     # (no loss: the right answer here)
+            groups.setdefault(lost, []).append(rule)
+    for rules in groups.values():
+        if len(rules) > 1 and seen is not None:
+            rules = [r for r in rules if r in seen] or [r for r in rules if r == "off-by-one"]
+        if len(rules) == 1:
+            found.append(Variant.of(*SKIPS[rules[0]], skip=rules[0]))
+        else:
+            found.append(Variant.of(None, SKIP_TOO_EARLY, skip=rules[0]))
+    return found
 
 
 def jitter(rng, n):
@@ -159,24 +236,44 @@ def test_flash_one_sequence(student, reference, rng):
 
 @exercise("flash_attention", points=1)
 def test_flash_batches_and_heads(student, reference, rng):
-    """flash_attention works over batches and heads (default block_size)"""
+    """flash_attention works over batches and heads (default block_size), and broadcasts them"""
     all_of(*[lambda b=b, lq=lq, lk=lk: check_flash(student, reference, *qkv(rng, b, lq, lk, 16, 8))
-             for b, lq, lk in [((2, 3), jitter(rng, 64), jitter(rng, 128)), ((3,), jitter(rng, 128), jitter(rng, 64))]])
+             for b, lq, lk in [((2, 3), jitter(rng, 64), jitter(rng, 128)), ((3,), jitter(rng, 128), jitter(rng, 64))]],
+           lambda: check_flash(student, reference, *broadcast_qkv(rng, jitter(rng, 16), jitter(rng, 40)), block_size=16))
+
+
+def broadcast_qkv(rng, lq, lk):
+    """q (2, 3, Lq, 8), k (1, 3, Lk, 8), v (3, Lk, 4): keys and values shared across the first axis."""
+    return (rng.standard_normal((2, 3, lq, 8)), rng.standard_normal((1, 3, lk, 8)), rng.standard_normal((3, lk, 4)))
 
 
 @exercise("flash_attention", points=1)
 def test_flash_causal_fewer_queries(student, reference, rng):
     """causal flash_attention aligns the last query with the last key (Lq <= Lk)"""
     same = jitter(rng, 48)
-    cases = [(jitter(rng, 16), jitter(rng, 64), 16), (same, same, 16), (1, jitter(rng, 40), 8)]
-    all_of(*[lambda lq=lq, lk=lk, bs=bs: check_flash(student, reference, *qkv(rng, (2,), lq, lk, 8, 4), causal=True,
-                                                     block_size=bs)
-             for lq, lk, bs in cases])
+    n = 8 * int(rng.integers(2, 6))
+    # (16, 28, 8) first: each wrong stop of the loop over key blocks loses other keys there (or none).
+    # (16, 17, 8) and (n, n + 9, 8): a key block that is not the last starts exactly at a query block's
+    # last visible key; stopping there, after the first query's last key, or (the first) at i1 - 1 drops
+    # it alike, and what the earlier cases found says which (with one query block, the block dropped
+    # would be the last, one key long: last-block-dropped's look)
+    cases = [(16, 28, 8), (jitter(rng, 16), jitter(rng, 64), 16), (same, same, 16), (1, jitter(rng, 40), 8),
+             (16, 17, 8), (n, n + 9, 8)]
+    seen: set[str] = set()
+
+    def case(lq, lk, bs):
+        try:
+            check_flash(student, reference, *qkv(rng, (2,), lq, lk, 8, 4), causal=True, block_size=bs, seen=seen)
+        except Mismatch as err:
+            said = set(err.extra) | {detail for _, detail in err.found}
+            seen.update(rule for rule, (_, words) in SKIPS.items() if any(words in d for d in said if d))
+            raise
+    all_of(*[lambda c=c: case(*c) for c in cases])
 
 
 @exercise("flash_attention", points=1)
 def test_flash_rows_without_keys(student, reference, rng):
-    """causal flash_attention gives rows with no key a zero output and lse = -inf (Lq > Lk)"""
+    """causal flash_attention with more queries than keys (Lq > Lk; rows with no key: zero, lse = -inf)"""
     all_of(*[lambda lq=lq, lk=lk: check_flash(student, reference, *qkv(rng, (), lq, lk, 8, 4), causal=True, block_size=16)
              for lq, lk in [(jitter(rng, 48), jitter(rng, 16)), (jitter(rng, 32), 5)]])
 
@@ -200,7 +297,7 @@ def _mib(n) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
-@exercise("flash_attention", points=2)
+@exercise("flash_attention", points=1)
 def test_flash_memory_limit(student, reference, rng):
     """flash_attention runs within a memory limit that one (Lq, Lk) array exceeds"""
     q, k, v = memory_inputs(rng)
@@ -230,3 +327,57 @@ def test_flash_memory_limit(student, reference, rng):
     got = pair(ran["result"], call)
     all_of(lambda: expect_array(got[1], expected[1], call=f"the lse from {call}", tol=TOL, inputs=(q, k, v)),
            lambda: expect_array(got[0], expected[0], call=f"the output of {call}", tol=TOL, inputs=(q, k, v)))
+
+
+# Few queries and many keys, in blocks of 128: one (128, Lk) float64 array is 1.25 times the limit, so
+# a block of queries against every key (a plain softmax per query block) is refused, and so is the
+# naive computation of the causal case; a (128, 128) tile is 128 KiB. The time goes with Lq * Lk, which
+# the limit fixes to about 1.25 * limit / 8 per query block: a second block of at most 16 queries
+# (~0.6 s a call on a loaded 2-core machine, ~2 s under the self-check's tracemalloc).
+NARROW_BLOCK = 128
+NARROW_KEYS = -(-5 * MEMORY_LIMIT // (4 * NARROW_BLOCK * 8))
+
+
+def narrow_inputs(rng):
+    lq, lk = NARROW_BLOCK + int(rng.integers(1, 17)), NARROW_KEYS + int(rng.integers(1, 64))
+    return qkv(rng, (), lq, lk, 8, 4)
+
+
+def _refused_shape(said: str) -> tuple:
+    shape = re.search(r"shape \(([\d, ]+)\)", said)
+    return tuple(int(d) for d in shape.group(1).replace(" ", "").split(",") if d) if shape else ()
+
+
+def check_within_limit(student, reference, q, k, v, causal):
+    lq, lk, b = q.shape[-2], k.shape[-2], NARROW_BLOCK
+    call = (f"flash_attention(q, k, v, {'causal=True' if causal else 'causal=False'}, block_size={b}) with q, k, v "
+            f"{describe_shape(q, k, v)}")
+    sizes = (f"one ({lq}, {lk}) float64 array is {_mib(lq * lk * 8)}, one ({b}, {lk}) array {_mib(b * lk * 8)}, "
+             f"a ({b}, {b}) tile {_mib(b * b * 8)}")
+    ran = student.flash_attention.within_memory(q, k, v, causal, b, memory_bytes=MEMORY_LIMIT)
+    if "refused" in ran:
+        dims = _refused_shape(ran["refused"])
+        line = f"{call} ran out of memory under a limit of {_mib(MEMORY_LIMIT)} ({sizes}): {ran['refused']}"
+        if dims[-2:] == (lq, lk):
+            raise Mismatch(line, found=[("materialises-scores", f"it allocates an array of shape {dims}")])
+        if dims[-1:] == (lk,):
+            raise Mismatch(line, extra=[f"it allocates an array of shape {dims}: a block of queries against every "
+                                        "key, which grows with Lk, where a tile of (block_size, block_size) fits"])
+        raise Mismatch(line)
+    peak = ran.get("peak")
+    if not ran["enforced"] and isinstance(peak, int) and peak > MEMORY_LIMIT:
+        raise Mismatch(f"{call} allocated {_mib(peak)} at its peak, as tracemalloc measured it in this kernel: more "
+                       f"than the {_mib(MEMORY_LIMIT)} the grader allows ({sizes}). The grader enforces the limit in "
+                       "a process of its own; this figure only tells you where you stand")
+    expected = quietly(reference.flash_attention, q, k, v, causal, b)
+    got = pair(ran["result"], call)
+    all_of(lambda: expect_array(got[1], expected[1], call=f"the lse from {call}", tol=TOL, inputs=(q, k, v)),
+           lambda: expect_array(got[0], expected[0], call=f"the output of {call}", tol=TOL, inputs=(q, k, v)))
+
+
+@exercise("flash_attention", points=1)
+def test_flash_memory_few_queries(student, reference, rng):
+    """flash_attention's memory does not grow with Lk (few queries, many keys, causal and not)"""
+    q, k, v = narrow_inputs(rng)
+    all_of(lambda: check_within_limit(student, reference, q, k, v, False),
+           lambda: check_within_limit(student, reference, q, k, v, True))

@@ -604,3 +604,46 @@ LESSON_FIX[("masked-row-nan", "03")] = (
 LESSON_FIX[("missing-scale", "03")] = (
     None, "Divide the scores by `math.sqrt(d_k)`, where d_k = q.shape[-1] is the size of the projected queries, "
           "before the softmax.")
+# Lesson 10 in its own names: section 2's (m, ℓ, a), combine_attention's (out1, lse1, out2, lse2), the
+# tiles' m and the guard `np.where(np.isfinite(...), ..., 0.0)` that naive_attention shows.
+LESSON_FIX[("lse-unstable", "10")] = (
+    "exp() of an lse or a score above ~709 overflows to inf (and below ~-745 it is 0): a log-sum-exp, or a "
+    "weight, computed with exp() before any maximum is taken out comes out inf or NaN. Subtracting the union's lse first keeps every exponent <= 0, but when both sets are empty that lse is "
+    "-inf, and lse1 - lse computes -inf - (-inf) = NaN unless it is guarded.",
+    "Take `lse = np.logaddexp(lse1, lse2)`, guard it, `safe = np.where(np.isfinite(lse), lse, 0.0)`, and "
+    "weight the outputs by `np.exp(lse1 - safe)` and `np.exp(lse2 - safe)` (in flash_attention, a tile's lse "
+    "is `m + np.log(l)` with m the tile's maximum).")
+LESSON_FIX[("masked-row-nan", "10")] = (
+    "A row with no visible key, in the whole problem or only in one tile (on the diagonal, the first "
+    "queries of a query block may see none of a key block's keys), has a maximum of -inf, and "
+    "exp(s - m) computes exp(-inf - (-inf)) = NaN; the NaN then reaches the row's running result. The "
+    "course asks for a zero output and lse = -inf where there is no key.",
+    "Take the tile's maximum as naive_attention does, `m = np.where(np.isfinite(m), m, 0.0)` (in the "
+    "(m, ℓ, a) form, the same guard on the new running maximum before subtracting it), and give a row "
+    "with ℓ = 0 a zero output and lse = -inf.")
+LESSON_FIX[("causal-off-by-one", "10")] = (
+    "Query i may attend key j when j <= i + Lk - Lq, the diagonal included. A key block is wholly in the "
+    "future for the block of queries i0 to i1 - 1 only when its first key j0 is past the last query's last key: "
+    "j0 > i1 - 1 + Lk - Lq. Stopping at j0 >= i1 - 1 + Lk - Lq drops a block whose first key the last "
+    "query may still attend.",
+    "Stop the loop over keys only when `j0 > i1 - 1 + Lk - Lq` (or loop over `range(0, min(Lk, i1 + Lk - "
+    "Lq), block_size)`), and mask each tile with `np.arange(j0, j1) <= np.arange(i0, i1)[:, None] + (Lk - Lq)`.")
+LESSON_FIX[("running-sum-not-rescaled", "10")] = (
+    "The running sum ℓ holds exp(score - m) for the keys seen so far, relative to the running maximum m. "
+    "When a block raises the maximum, the old terms must be brought to the new one: multiplied by "
+    "exp(m_old - m_new). Without it the old terms keep their larger scale, the sum is too large, and the "
+    "output a / ℓ too small.",
+    "Before adding a block, rescale: `alpha = np.exp(m - m_new)`, then `l = l * alpha + p.sum(axis=-1)` (and "
+    "`a = a * alpha[..., None] + p @ v[..., j0:j1, :]`), or merge each block with your `combine_attention`.")
+LESSON_FIX[("accumulator-not-rescaled", "10")] = (
+    "The running output a holds sum(exp(score - m) * v) relative to the running maximum m. When a block "
+    "raises the maximum, the old part must be multiplied by exp(m_old - m_new) like the sum ℓ; without it "
+    "the keys of earlier blocks weigh too much.",
+    "Rescale before adding: `a = a * alpha[..., None] + p @ v[..., j0:j1, :]` with `alpha = np.exp(m - m_new)`, "
+    "the same alpha as for the running sum.")
+LESSON_FIX[("input-modified", "10")] = (
+    "The function changed an array it was given (for example `out1 *= w1` or `out1 += ...` in "
+    "combine_attention): the caller's partial result is silently overwritten, and a reduction that merges "
+    "the same partials again (flash decoding) reads the changed ones.",
+    "Build new arrays: `out = w1 * out1 + w2 * out2`, never `out1 *= ...`; q, k, v, out1, lse1, out2 and "
+    "lse2 are read, never written.")

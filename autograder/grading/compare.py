@@ -162,12 +162,14 @@ def where_different(got: np.ndarray, expected: np.ndarray, rtol: float, atol: fl
     bad_nan = np.isnan(got64) & ~np.isnan(exp64)
     if bad_nan.any():
         idx = tuple(int(i) for i in np.argwhere(bad_nan)[0])
-        return (f"{int(bad_nan.sum())} of {got.size} values {'is' if bad_nan.sum() == 1 else 'are'} NaN where the reference is finite "
+        return (f"{int(bad_nan.sum())} of {got.size} values {'is' if bad_nan.sum() == 1 else 'are'} NaN where the reference is not NaN "
                 f"(first at index {idx}, expected {_fmt(exp64[idx])})")
     bad_inf = ~np.isfinite(got64) & np.isfinite(exp64)
     if bad_inf.any():
         idx = tuple(int(i) for i in np.argwhere(bad_inf)[0])
-        return f"{int(bad_inf.sum())} {'value is' if bad_inf.sum() == 1 else 'values are'} infinite (first at index {idx}, expected {_fmt(exp64[idx])})"
+        signs = {"-inf" if x < 0 else "inf" for x in got64[bad_inf]}     # which infinity, as NumPy prints it
+        return (f"{int(bad_inf.sum())} {'value is' if bad_inf.sum() == 1 else 'values are'} {' or '.join(sorted(signs))} "
+                f"where the reference is finite (first at index {idx}, expected {_fmt(exp64[idx])})")
     with np.errstate(invalid="ignore"):   # equal infinities (an lse of -inf where it should be) differ by 0, not NaN
         err = np.abs(np.nan_to_num(np.where(got64 == exp64, 0.0, got64 - exp64), nan=np.inf))
     idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape)) if err.size else ()

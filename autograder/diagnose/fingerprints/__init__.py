@@ -28,3 +28,4 @@ from autograder.diagnose.fingerprints.generation import (decode_logits, decode_t
 from autograder.diagnose.fingerprints.modules import (merge_heads, split_heads, torch_fixed, torch_head,  # noqa: F401
                                                       torch_mha)
 from autograder.diagnose.fingerprints.flash import combine, flash  # noqa: F401
+from autograder.diagnose.fingerprints.flash import nan_rows as flash_nan_rows, skip_losses as flash_skip_losses  # noqa: F401

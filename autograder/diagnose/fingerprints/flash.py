@@ -34,6 +34,8 @@ def combine(combine_attention, out1, lse1, out2, lse2, *, which=0, lse="logaddex
     weights="lse": the outputs weighted by lse_i / (lse1 + lse2) (combine-linear-weights).
     weights="exp": the outputs weighted by exp(lse_i) / (exp(lse1) + exp(lse2)), with no shared maximum
         subtracted: inf / inf or 0 / 0 once |lse| is large (combine-linear-weights).
+    weights="unnormalised": the outputs weighted by exp(lse_i - m), m the larger lse, and not divided by
+        the weights' sum (no catalogue id: described as observed).
     The weights are the mistake itself, so those two are written out here; the lse stays the reference's.
     """
     fn = combine_attention
@@ -48,6 +50,10 @@ def combine(combine_attention, out1, lse1, out2, lse2, *, which=0, lse="logaddex
         elif weights == "exp":
             e1, e2 = np.exp(lse1)[..., None], np.exp(lse2)[..., None]
             out = (e1 * out1 + e2 * out2) / (e1 + e2)
+        elif weights == "unnormalised":
+            m = np.maximum(lse1, lse2)
+            m = np.where(np.isfinite(m), m, 0.0)[..., None]
+            out = np.exp(lse1[..., None] - m) * out1 + np.exp(lse2[..., None] - m) * out2
     return (out, total)[which]
 
 
@@ -115,9 +121,66 @@ def _causal_rows(flash_attention, q, k, v, n, block_size):
     return tuple(np.concatenate([a, b], axis=axis) for a, b, axis in zip(first, rest, (-2, -1)))
 
 
+# where a wrong causal skip stops the loop over key blocks, for the query block [i0, i1) and the
+# alignment shift = Lk - Lq: (the last key it may still start a block at, whether a block starting
+# exactly there is dropped too)
+_SKIPS = {"off-by-one": lambda i0, i1, shift: (i1 - 1 + shift, True),      # j0 >= i1 - 1 + Lk - Lq
+          "first-query": lambda i0, i1, shift: (i0 + shift, False),        # j0 > i0 + Lk - Lq
+          "no-offset": lambda i0, i1, shift: (i1 - 1, False)}              # j0 > i1 - 1
+
+
+def skip_losses(lq, lk, block_size, rule):
+    """((query block start, first key not computed), ...) for the query blocks whose rows lose keys
+    under the wrong skip `rule`: two rules with the same losses give the same answer."""
+    shift, lost = lk - lq, []
+    for i0 in range(0, lq, block_size):
+        i1 = min(i0 + block_size, lq)
+        last, inclusive = _SKIPS[rule](i0, i1, shift)
+        end = next((j0 for j0 in range(0, lk, block_size) if j0 > last or (inclusive and j0 == last)), lk)
+        if i1 - 1 + shift >= end:
+            lost.append((i0, end))
+    return tuple(lost)
+
+
+def _wrong_skip(flash_attention, q, k, v, block_size, rule):
+    """Causal attention whose loop over key blocks stops where `rule` says (_SKIPS): the query block's
+    rows that may see keys past the stop see every key before it, the others their causal keys. From
+    the reference's causal answer and its plain attention over the keys before the stop."""
+    lq, lk = q.shape[-2], k.shape[-2]
+    shift = lk - lq
+    out, lse = (np.array(a) for a in flash_attention(q, k, v, causal=True, block_size=block_size))
+    for i0 in range(0, lq, block_size):
+        i1 = min(i0 + block_size, lq)
+        last, inclusive = _SKIPS[rule](i0, i1, shift)
+        end = next((j0 for j0 in range(0, lk, block_size) if j0 > last or (inclusive and j0 == last)), lk)
+        rows = np.arange(i0, i1)[np.arange(i0, i1) + shift >= end]      # they lose keys [end, i + shift]
+        if not rows.size:
+            continue
+        if end == 0:
+            out[..., rows, :], lse[..., rows] = 0.0, -np.inf
+        else:
+            out[..., rows, :], lse[..., rows] = flash_attention(q[..., rows, :], k[..., :end, :], v[..., :end, :],
+                                                               causal=False, block_size=block_size)
+    return out, lse
+
+
+def nan_rows(lq, lk, block_size, rule):
+    """(Lq,) bool: the causal rows that come out NaN when a guard is missing. rule "no-key": rows with
+    no key, in the query blocks that compute a tile (an unguarded running maximum: its first tile);
+    "tile": rows for which a computed tile has no visible key (an unguarded tile maximum)."""
+    shift, rows = lk - lq, np.zeros(lq, bool)
+    for i0 in range(0, lq, block_size):
+        i1 = min(i0 + block_size, lq)
+        starts = np.arange(0, max(min(lk, i1 + shift), 0), block_size)     # the key blocks it computes
+        if starts.size:
+            i = np.arange(i0, i1)
+            rows[i0:i1] = (i + shift < 0) if rule == "no-key" else (starts[-1] > i + shift)
+    return rows
+
+
 def flash(flash_attention, q, k, v, causal=False, block_size=64, *, which=0, rescale_sum=True,
           rescale_output=True, per_block=None, top_left=False, drop_keys=False, drop_queries=False,
-          lse="stable"):
+          lse="stable", skip=None, nan=None):
     """The reference flash_attention's output (`which` = 0) or lse (1) with the mistakes switched on:
 
     rescale_sum=False / rescale_output=False: the running sum / output is not multiplied by
@@ -130,7 +193,10 @@ def flash(flash_attention, q, k, v, causal=False, block_size=64, *, which=0, res
     drop_queries: the queries past the last full block keep a zero output and lse -inf
         (last-block-dropped).
     lse="exp": the lse read back through log(exp(lse)): inf where it is above ~709 (lse-unstable);
-    lse="nan-empty": rows with no key come out NaN, output and lse (lse-unstable).
+    lse="nan-empty": rows with no key come out NaN, output and lse (masked-row-nan).
+    skip="off-by-one" | "first-query" | "no-offset": the causal loop over key blocks stops at the wrong
+        block (_SKIPS; off-by-one: causal-off-by-one).
+    nan="no-key" | "tile": the rows nan_rows picks come out NaN, output and lse (masked-row-nan).
     """
     lq, lk = q.shape[-2], k.shape[-2]
     with np.errstate(all="ignore"):
@@ -145,6 +211,8 @@ def flash(flash_attention, q, k, v, causal=False, block_size=64, *, which=0, res
             out, total = _causal_rows(flash_attention, q, k[..., :n, :], v[..., :n, :], n, block_size)
         elif drop_keys and causal:
             out, total = _causal_rows(flash_attention, q, k, v, lq - (lk - k.shape[-2]), block_size)
+        elif skip and causal:
+            out, total = _wrong_skip(flash_attention, q, k, v, block_size, skip)
         else:
             out, total = flash_attention(q, k, v, causal=causal, block_size=block_size)
         if drop_queries:
@@ -156,4 +224,7 @@ def flash(flash_attention, q, k, v, causal=False, block_size=64, *, which=0, res
         elif lse == "nan-empty":
             empty = np.isneginf(total)
             out, total = np.where(empty[..., None], np.nan, out), np.where(empty, np.nan, total)
+        if nan and causal:
+            rows = nan_rows(lq, lk, block_size, nan)
+            out, total = np.where(rows[:, None], np.nan, out), np.where(rows, np.nan, total)
     return (out, total)[which]
