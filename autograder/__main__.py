@@ -170,20 +170,25 @@ def cmd_release(args) -> int:
 
 def cmd_translations(args) -> int:
     from autograder.deliver.translations import catalog_path, update
-    from autograder.deliver.translations import PAGES
-    unknown = [lid for lid in args.lessons or () if lid not in COURSE and lid not in PAGES]
+    from autograder.deliver.translations import FEEDBACK, PAGES
+    unknown = [lid for lid in args.lessons or () if lid not in COURSE and lid not in PAGES and lid != FEEDBACK]
     if unknown:
         print(f"error: no lesson {', '.join(unknown)}", file=sys.stderr)
         return USAGE_ERROR
     lessons = None
     if args.lessons:
-        lessons = sorted({*args.lessons, *(d for d in [*COURSE, *PAGES] if catalog_path(d, args.lang).exists())})
+        lessons = sorted({*args.lessons, *(d for d in [*COURSE, *PAGES] if catalog_path(d, args.lang).exists())} - {FEEDBACK})
     for lesson_id, counts in update(args.lang, lessons).items():
         left = counts["fuzzy"] + counts["untranslated"]
         print(f"{catalog_path(lesson_id, args.lang).relative_to(Path.cwd()) if catalog_path(lesson_id, args.lang).is_relative_to(Path.cwd()) else catalog_path(lesson_id, args.lang)}: "
               f"{counts['translated']} translated, {counts['fuzzy']} fuzzy (English changed), "
               f"{counts['untranslated']} untranslated, {counts['obsolete']} obsolete"
               + ("" if left else "; complete"))
+    if not args.lessons or FEEDBACK in args.lessons:
+        from autograder.deliver.translations import compiled_path, update_feedback
+        counts = update_feedback(args.lang)
+        print(f"{catalog_path(FEEDBACK, args.lang)}: {counts['translated']} translated, {counts['fuzzy']} fuzzy "
+              f"(English changed), {counts['untranslated']} untranslated; compiled {compiled_path(args.lang)}")
     return 0
 
 
@@ -247,8 +252,9 @@ def main(argv=None) -> int:
     r.add_argument("--lang", default=None, help="with --student-kit: hand out the lessons (and the README) "
                    "in this language where they are translated, e.g. zh_CN (简体中文)")
     r.set_defaults(func=cmd_release)
-    t = sub.add_parser("translations", help="merge the English lessons into the translation catalogs "
-                       "(locale/<lang>/LC_MESSAGES/<lesson_id>.po) and say what is left to translate")
+    t = sub.add_parser("translations", help="merge the English lessons, and the feedback's marked texts, into the "
+                       "translation catalogs (locale/<lang>/LC_MESSAGES/<lesson_id>.po, feedback.po), compile the "
+                       "feedback's (autograder/locale/<lang>/LC_MESSAGES/feedback.mo) and say what is left to translate")
     t.add_argument("--lang", default="zh_CN", help="the language (default zh_CN)")
     t.add_argument("--lessons", nargs="+", metavar="LESSON_ID", default=None,
                    help="start catalogs for these lessons (or site pages: book_intro) too (default: those that have one)")

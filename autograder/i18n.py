@@ -1,0 +1,184 @@
+"""The feedback in another language: the gettext domain `feedback`, applied where text leaves the grader.
+
+The grader decides, diagnoses and reads back its own output in English (root_cause.py finds its
+summaries and labels again in the checks' outputs), so nothing is translated where it is written.
+The English is marked there instead: `N_("...")` a sentence, or a template whose values are named
+fields (`{title}`, `{n}`), `C_(slot, "...")` a catalogue entry's title, explanation or hint. Babel
+extracts the marks into locale/<lang>/LC_MESSAGES/feedback.po (`python -m autograder translations`,
+which also compiles autograder/locale/<lang>/LC_MESSAGES/feedback.mo: the standard library's gettext
+reads it, so the student kit and the Gradescope bundle need no Babel).
+
+`localize(text, lang)` turns a finished English text into `lang`, line by line, where it leaves the
+grader (the terminal, feedback.md, results.json's outputs, the self-check, the class report): a line
+that is a message, or a template filled with values, becomes its translation with the same values
+(themselves translated when they are messages); anything else (a student's exception, code, a
+number) stays as it is. With no language the text is returned unchanged: English is byte-identical.
+The language is cosmetic: no score, id, name or field name depends on it.
+"""
+from __future__ import annotations
+
+import gettext
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+DOMAIN = "feedback"
+LANGUAGES = ("zh_CN",)
+ENV = "AUTOGRADER_LANG"
+COMPILED = Path(__file__).resolve().parent / "locale"      # <lang>/LC_MESSAGES/feedback.mo
+SLOTS = ("title", "explanation", "hint")                     # C_'s contexts: a field of that name is one of them
+
+
+def N_(message: str) -> str:
+    """Mark a feedback sentence, or a template with {named} fields, for translation (returns it)."""
+    return message
+
+
+def C_(slot: str, message: str) -> str:
+    """Mark a catalogue entry's text (slot: title, explanation or hint) for translation (returns it)."""
+    return message
+
+
+def language(chosen: str | None = None) -> str | None:
+    """The feedback's language: `chosen` (--lang, the self-check's argument), else $AUTOGRADER_LANG;
+    None for English. Accepts zh_CN, zh-CN, zh-Hans, zh; anything else is English."""
+    value = (chosen if chosen is not None else os.environ.get(ENV, "")).strip()
+    key = value.replace("-", "_").lower()
+    if key in ("zh", "zh_cn", "zh_hans", "zh_hans_cn"):
+        return "zh_CN"
+    return None
+
+
+@lru_cache(maxsize=None)
+def _catalog(lang: str) -> dict[str, str]:
+    path = COMPILED / lang / "LC_MESSAGES" / f"{DOMAIN}.mo"
+    if not path.exists():
+        return {}
+    with open(path, "rb") as f:
+        return {k: v for k, v in gettext.GNUTranslations(f)._catalog.items() if isinstance(k, str) and k and v}
+
+
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+@lru_cache(maxsize=None)
+def _templates(lang: str):
+    """(plain {msgid: msgstr}, slots {slot: {msgid: msgstr}}, templates [(prefix, regex, msgstr, fields)])."""
+    plain, slots, templates = {}, {s: {} for s in SLOTS}, []
+    for key, value in _catalog(lang).items():
+        if "\x04" in key:
+            slot, msgid = key.split("\x04", 1)
+            if slot in slots:
+                slots[slot][msgid] = value
+            continue
+        if _FIELD.search(key):
+            templates.append(key)
+        else:
+            plain[key] = value
+    compiled = []
+    for msgid in templates:
+        parts, pattern, seen = _FIELD.split(msgid), [], set()
+        for i, part in enumerate(parts):
+            if i % 2 == 0:
+                pattern.append(re.escape(part))
+            elif part in seen:
+                pattern.append(f"(?P={part})")
+            elif part in slots:
+                seen.add(part)
+                choices = sorted(slots[part], key=len, reverse=True)
+                pattern.append(f"(?P<{part}>" + "|".join(map(re.escape, choices)) + ")")
+            else:
+                seen.add(part)
+                pattern.append(f"(?P<{part}>.+?)")
+        literal = len("".join(parts[0::2]))
+        # a template whose own words are few ("{what} in {names}") matches only when a value it holds
+        # is a message itself: "x in y" in a student's exception is not ours
+        weak = sum(c.isalpha() for c in "".join(parts[0::2])) < 6
+        compiled.append((parts[0], re.compile("".join(pattern), re.S), _catalog(lang)[msgid], literal, weak))
+    compiled.sort(key=lambda t: -t[3])          # the most specific template first
+    return plain, slots, compiled
+
+
+def gettext_(message: str, lang: str | None) -> str:
+    """One message's translation (itself when there is none)."""
+    if not lang:
+        return message
+    return _catalog(lang).get(message, message)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.:])\s+(?=[A-Z(`\[])")
+
+
+def _phrase(text: str, lang: str, depth: int = 0) -> str | None:
+    """`text`'s translation, or None when no message or template covers it."""
+    plain, slots, templates = _templates(lang)
+    if text in plain:
+        return plain[text]
+    for slot in SLOTS:
+        if text in slots[slot]:
+            return slots[slot][text]
+    if depth > 4 or not text.strip():
+        return None
+    for prefix, regex, target, _, weak in templates:
+        if not text.startswith(prefix):
+            continue
+        m = regex.fullmatch(text)
+        if m is None:
+            continue
+        values, ours = {}, False
+        for name, value in m.groupdict().items():
+            if name in SLOTS:
+                values[name], ours = slots[name].get(value, value), True
+            else:
+                values[name] = _value(value, lang, depth + 1)
+                ours = ours or values[name] != value
+        if weak and not ours:
+            continue
+        try:
+            return target.format(**values)
+        except (KeyError, IndexError, ValueError):
+            continue
+    return None
+
+
+def _value(value: str, lang: str, depth: int) -> str:
+    """A template's value: translated when it is a message (or clauses that are), else as it came."""
+    whole = _phrase(value, lang, depth)
+    if whole is not None:
+        return whole
+    for sep, joined in (("; ", "；"),):
+        if sep in value:
+            parts = [_phrase(p, lang, depth) for p in value.split(sep)]
+            if any(p is not None for p in parts):
+                return joined.join(p if p is not None else q for p, q in zip(parts, value.split(sep)))
+    return value
+
+
+def _line(line: str, lang: str) -> str:
+    indent = line[:len(line) - len(line.lstrip())]
+    core = line.strip()
+    if not core:
+        return line
+    tail = line[len(indent) + len(core):]
+    whole = _phrase(core, lang)
+    if whole is not None:
+        return indent + whole + tail
+    # a line of several sentences ("In your code: ... <the explanation>"): each on its own
+    pieces = _SENTENCE_END.split(core)
+    if len(pieces) > 1:
+        done = [_phrase(p, lang) for p in pieces]
+        if any(d is not None for d in done):
+            out = ""
+            for d, p in zip(done, pieces):
+                out += (d if d is not None else (" " if out and not out.endswith(" ") else "") + p)
+            return indent + out + tail
+    return line
+
+
+def localize(text: str, lang: str | None) -> str:
+    """`text` (English the grader wrote) in `lang`, line by line; unchanged when lang is None or
+    has no catalog."""
+    if not lang or not text or not _catalog(lang):
+        return text
+    return "\n".join(_line(line, lang) for line in text.split("\n"))
