@@ -78,6 +78,9 @@ def _lesson_notebooks(folder: Path, warnings: list[str]) -> dict[str, Path]:
 
 def cmd_grade(args) -> int:
     from autograder.classroom.runner import grade_many
+    if args.lang is not None:     # every report this run writes reads it (i18n.language), on a cluster too
+        from autograder.i18n import ENV
+        os.environ[ENV] = args.lang
     try:
         kind, students, warnings = find_submissions(Path(args.path))
     except UsageError as exc:
@@ -200,7 +203,7 @@ def cmd_gradescope(args) -> int:
         print(f"error: unknown lesson id(s): {', '.join(unknown)}; the lessons are: "
               + ", ".join(COURSE), file=sys.stderr)
         return USAGE_ERROR
-    out = write_bundle(Path(args.out), lessons)
+    out = write_bundle(Path(args.out), lessons, args.lang)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) grading {len(lessons)} lesson(s); "
           f"upload it as the assignment's autograder on Gradescope")
     from autograder.grading.plugin import course_secret
@@ -232,6 +235,9 @@ def main(argv=None) -> int:
                    help="every check of each exercise that lost points, passed ones too, with all that each "
                         "saw (by default: the root cause and its fix once, then one line per failed check), "
                         "and what each sandbox layer holds")
+    g.add_argument("--lang", default=None, metavar="LANG",
+                   help="the feedback's language: zh_CN (简体中文) or en (default: $AUTOGRADER_LANG, else English); "
+                        "scores, ids and names are the same in every language")
     g.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade even where no isolation layer works (only for trusted submissions)")
     where = g.add_mutually_exclusive_group()
@@ -264,6 +270,8 @@ def main(argv=None) -> int:
                                                                       "(default gradescope_autograder.zip)")
     gs.add_argument("--lessons", nargs="+", metavar="LESSON_ID", default=None,
                     help="lessons this Gradescope assignment grades (default: every lesson)")
+    gs.add_argument("--lang", default=None, metavar="LANG",
+                    help="the language of the feedback students read on Gradescope, e.g. zh_CN (default English)")
     gs.set_defaults(func=cmd_gradescope)
     try:
         args = parser.parse_args(argv)

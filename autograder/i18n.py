@@ -107,6 +107,13 @@ def gettext_(message: str, lang: str | None) -> str:
     return _catalog(lang).get(message, message)
 
 
+def pgettext_(slot: str, message: str, lang: str | None) -> str:
+    """A catalogue entry's text (slot: title, explanation, hint) in `lang` (itself when there is none)."""
+    if not lang:
+        return message
+    return _catalog(lang).get(f"{slot}\x04{message}", message)
+
+
 _SENTENCE_END = re.compile(r"(?<=[.:])\s+(?=[A-Z(`\[])")
 
 

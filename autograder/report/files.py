@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from autograder.i18n import localize
+from autograder.i18n import language, localize
 from autograder.run.bounds import CHECK_OUTPUT, clip
 
 # The final guard on what one student's results.json can weigh (results.py has feedback.md's), whatever
@@ -45,7 +45,9 @@ def write_results(path: Path, result: dict, lang: str | None = None) -> None:
 
 def localized(result: dict, lang: str | None) -> dict:
     """A copy of a results object whose human-readable texts (each check's `output`, the notes) are in
-    `lang`; the object itself when lang is None. Ids, names, tags, scores and field names are unchanged."""
+    `lang` (None: $AUTOGRADER_LANG); the object itself in English. Ids, names, tags, scores and field names
+    are unchanged."""
+    lang = language(lang)
     if not lang:
         return result
     out = dict(result)

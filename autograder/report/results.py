@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from autograder.course import COURSE
-from autograder.i18n import N_, gettext_, localize
+from autograder.i18n import N_, gettext_, language, localize
 from autograder.report.files import (RESULTS_BYTES, bounded, localized, write_atomic, write_json,  # noqa: F401 (re-exported)
                                      write_results)
 from autograder.run.bounds import clip
@@ -50,7 +50,7 @@ def mistakes_of(test: dict) -> list[str]:
 
 def reason(entry: dict, lang: str | None = None) -> str:
     """One short line: why the exercise lost points (--brief, the class report), in `lang`."""
-    return localize(_reason(entry), lang)
+    return localize(_reason(entry), language(lang))
 
 
 def _reason(entry: dict) -> str:
@@ -121,7 +121,8 @@ def summary(results: dict, title: str | None = None, *, detail: bool = False, ve
     """Per exercise, points and a short reason. With `detail`, an exercise that lost points is
     followed by the rest of what its self-check cell shows (the root cause said once, its fix,
     one line per failed check); with `verbose`, by every check and everything it saw. In `lang`
-    (i18n.py) when given."""
+    (i18n.py) when given (None: $AUTOGRADER_LANG, else English)."""
+    lang = language(lang)
     lines = []
     if title:
         lines.append(title)
@@ -187,6 +188,7 @@ def exercise_report(tests: list[dict], *, verbose: bool = False, lang: str | Non
     then one line per failed check (name: what it saw), checks that saw the same thing merged.
     `verbose`: every check, passed ones too, and all that each saw. In `lang` when given."""
     head, cause, checks = _exercise_parts(tests, verbose)
+    lang = language(lang)
     return localize(head, lang), [localize(line, lang) for line in cause + checks]
 
 
@@ -254,6 +256,8 @@ def feedback_markdown(student: str, results: dict, lang: str | None = None) -> s
     with their exception messages) is escaped: outside code blocks each ASCII punctuation character
     is backslash-escaped (no markup, no raw HTML), and a code block's fence is longer than any run
     of backticks inside it, so no line of the text can close it. In `lang` when given (i18n.py)."""
+    lang = language(lang)
+
     def tr(message: str) -> str:
         return gettext_(message, lang)
     lines = ["# " + tr(N_("Feedback for {student}")).format(student=markdown_text(student)), "",
@@ -336,6 +340,7 @@ def terminal_safe(text: str) -> str:
 def verdict(exercise: str, tests: list[dict], *, verbose: bool = False, lang: str | None = None) -> str:
     """What a self-check cell prints: the points and, when some were lost, the same text as the
     terminal (exercise_report). In `lang` when given."""
+    lang = language(lang)
     score = sum(t["score"] for t in tests)
     total = sum(t["max_score"] for t in tests)
     if not tests:
