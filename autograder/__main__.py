@@ -109,8 +109,8 @@ def cmd_grade(args) -> int:
         print(terminal_safe(f"error: nothing was graded: {exc}"), file=sys.stderr)
         return USAGE_ERROR
     if args.json:
-        from autograder.report.results import bounded, write_json
-        results = {student: bounded(result) for student, result in results.items()}
+        from autograder.report.results import bounded, localized, write_json
+        results = {student: bounded(localized(result, None)) for student, result in results.items()}
         data = results if kind == "class" else next(iter(results.values()))
         write_json(Path(args.json), data)
     print(f"graded {len(results)} student(s) in {time.monotonic() - started:.1f} s")

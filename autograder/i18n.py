@@ -60,6 +60,20 @@ def _catalog(lang: str) -> dict[str, str]:
 
 
 _FIELD = re.compile(r"\{(\w+)\}")
+# What a field of a given name can hold, so that a template matches only where its values could stand
+# (a count is one token, a shape one bracket): "{n} of {size} values differ" must not swallow a line
+# whose first words only happen to end in a number. Any other name holds any text.
+_TOKEN, _SHAPE = r"[^\s,;()]+", r"\([^()]*\)"
+_KINDS = {
+    **{name: _TOKEN for name in (
+        "n", "size", "i", "h", "h_kv", "n_rep", "d_k", "d_model", "row", "cached", "more", "failed", "total", "lq",
+        "lk", "block_size", "axis", "score", "max", "maximum", "students", "exercises", "points", "mean", "median",
+        "full", "top_k", "top_p", "temperature", "value", "error", "got", "kind", "range", "low", "high", "dtype",
+        "version")},
+    **{name: _SHAPE for name in ("shape", "index", "transposed", "mask")},
+    "expected": f"{_SHAPE}|{_TOKEN}",
+    "values": r"\[[^\]]*\]",
+}
 
 
 @lru_cache(maxsize=None)
@@ -90,13 +104,13 @@ def _templates(lang: str):
                 pattern.append(f"(?P<{part}>" + "|".join(map(re.escape, choices)) + ")")
             else:
                 seen.add(part)
-                pattern.append(f"(?P<{part}>.+?)")
+                pattern.append(f"(?P<{part}>{_KINDS.get(part, '.+?')})")
         literal = len("".join(parts[0::2]))
         # a template whose own words are few ("{what} in {names}") matches only when a value it holds
         # is a message itself: "x in y" in a student's exception is not ours
         weak = sum(c.isalpha() for c in "".join(parts[0::2])) < 6
         compiled.append((parts[0], re.compile("".join(pattern), re.S), _catalog(lang)[msgid], literal, weak))
-    compiled.sort(key=lambda t: -t[3])          # the most specific template first
+    compiled.sort(key=lambda t: (-len(t[0]), -t[3]))     # the most specific first: its opening words, then all
     return plain, slots, compiled
 
 
@@ -140,7 +154,7 @@ def _phrase(text: str, lang: str, depth: int = 0) -> str | None:
             else:
                 values[name] = _value(value, lang, depth + 1)
                 ours = ours or values[name] != value
-        if weak and not ours:
+        if weak and not ours and depth == 0:   # inside a template of ours, a value is ours too
             continue
         try:
             return target.format(**values)
@@ -150,16 +164,33 @@ def _phrase(text: str, lang: str, depth: int = 0) -> str | None:
 
 
 def _value(value: str, lang: str, depth: int) -> str:
-    """A template's value: translated when it is a message (or clauses that are), else as it came."""
+    """A template's value: translated when it is a message, else its clauses ("; ") or its list items
+    (", " outside brackets: "x of shape (2, 3), no mask") each translated that is one; else as it came."""
     whole = _phrase(value, lang, depth)
     if whole is not None:
         return whole
-    for sep, joined in (("; ", "；"),):
-        if sep in value:
-            parts = [_phrase(p, lang, depth) for p in value.split(sep)]
-            if any(p is not None for p in parts):
-                return joined.join(p if p is not None else q for p, q in zip(parts, value.split(sep)))
+    for sep, joined in (("; ", "；"), (", ", "，")):
+        parts = _split(value, sep)
+        if len(parts) > 1:
+            done = [_value(p, lang, depth + 1) if sep == "; " else _phrase(p, lang, depth) for p in parts]
+            if any(d != p and d is not None for d, p in zip(done, parts)):
+                return joined.join(d if d is not None else p for d, p in zip(done, parts))
     return value
+
+
+def _split(text: str, sep: str) -> list[str]:
+    """`text` cut at each `sep` outside brackets ("(2, 3)" and "[1, 2]" stay whole)."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        depth += (ch in "([{") - (ch in ")]}")
+        if depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            start = i = i + len(sep)
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
 
 
 def _line(line: str, lang: str) -> str:

@@ -192,7 +192,8 @@ def translate(nb: nbformat.NotebookNode, lesson_id: str, lang: str) -> list[str]
 
 FEEDBACK = "feedback"
 SOURCE = ROOT / "autograder"
-KEYWORDS = {"N_": None, "C_": ((1, "c"), 2)}
+KEYWORDS = {"N_": None, "C_": ((1, "c"), 2),
+            "of": (2,)}    # Variant.of(mistake, detail): the variant in words, after "In your code:"
 
 
 def _check_names(fileobj, keywords, comment_tags, options):

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from autograder.course import COURSE
+from autograder.i18n import N_
 from autograder.run import wire
 from autograder.grading.compare import Mismatch, loaded_torch
 from autograder.run.executor import Executor
@@ -121,8 +122,9 @@ def _call(submission, target, label, args, kwargs):
     changed = [f"argument {i + 1}" for i, (a, b) in enumerate(zip(args, reply["args"])) if not _same(a, b)]
     changed += [f"argument {k}=" for k in kwargs if not _same(kwargs[k], reply["kwargs"].get(k))]
     if changed:
-        found = Mismatch(f"{label} changed its input in place ({', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'} after the call)",
-                         mistake="input-modified")
+        found = Mismatch((N_("{label} changed its input in place ({arguments} differs after the call)") if len(changed) == 1
+                          else N_("{label} changed its input in place ({arguments} differ after the call)")).format(
+            label=label, arguments=", ".join(changed)), mistake="input-modified")
         pending = getattr(submission, "pending", None)
         if pending is None:
             raise found
