@@ -27,7 +27,8 @@ DOMAIN = "feedback"
 LANGUAGES = ("zh_CN",)
 ENV = "AUTOGRADER_LANG"
 COMPILED = Path(__file__).resolve().parent / "locale"      # <lang>/LC_MESSAGES/feedback.mo
-SLOTS = ("title", "explanation", "hint")                     # C_'s contexts: a field of that name is one of them
+SLOTS = ("title", "explanation", "hint", "check")   # C_'s contexts: a field of that name is one of them
+LISTS = {"checks": "check"}       # a field that is a "; "-joined list of one slot's texts ("all 3 checks" too)
 
 
 def N_(message: str) -> str:
@@ -73,6 +74,10 @@ _KINDS = {
     **{name: _SHAPE for name in ("shape", "index", "transposed", "mask")},
     "expected": f"{_SHAPE}|{_TOKEN}",
     "values": r"\[[^\]]*\]",
+    "sizes": r"\[[^\]]*\]",
+    "variable": r"[\w.]+",
+    # a call as the checks write it: a name and its arguments ("MultiHeadAttention(4, 2)(x, x, x)")
+    "function": r"[\w.]+(?:\([^()]*(?:\([^()]*\)[^()]*)*\))+",
 }
 
 
@@ -98,10 +103,10 @@ def _templates(lang: str):
                 pattern.append(re.escape(part))
             elif part in seen:
                 pattern.append(f"(?P={part})")
-            elif part in slots:
+            elif part in slots or part in LISTS:
                 seen.add(part)
-                choices = sorted(slots[part], key=len, reverse=True)
-                pattern.append(f"(?P<{part}>" + "|".join(map(re.escape, choices)) + ")")
+                one = "(?:" + "|".join(map(re.escape, sorted(slots[LISTS.get(part, part)], key=len, reverse=True))) + ")"
+                pattern.append(f"(?P<{part}>{one}(?:; {one})*|all \\d+ checks)" if part in LISTS else f"(?P<{part}>{one})")
             else:
                 seen.add(part)
                 pattern.append(f"(?P<{part}>{_KINDS.get(part, '.+?')})")
@@ -110,7 +115,7 @@ def _templates(lang: str):
         # is a message itself: "x in y" in a student's exception is not ours
         weak = sum(c.isalpha() for c in "".join(parts[0::2])) < 6
         compiled.append((parts[0], re.compile("".join(pattern), re.S), _catalog(lang)[msgid], literal, weak))
-    compiled.sort(key=lambda t: (-len(t[0]), -t[3]))     # the most specific first: its opening words, then all
+    compiled.sort(key=lambda t: (-t[3], -len(t[0])))     # the most specific first: the most words of its own
     return plain, slots, compiled
 
 
@@ -139,8 +144,23 @@ def _phrase(text: str, lang: str, depth: int = 0) -> str | None:
     for slot in SLOTS:
         if text in slots[slot]:
             return slots[slot][text]
-    if depth > 4 or not text.strip():
+    if depth > 10 or not text.strip():
         return None
+    # every template that matches, read the way that leaves the fewest English letters ("FAILED  {checks}:
+    # {evidence}" over "{left} is not divisible by {right}" for a line that holds both); ties: the first
+    best, left = None, None
+    for candidate in _readings(text, lang, depth, templates, slots):
+        rest = len(_LETTERS.findall(candidate))
+        if best is None or rest < left:
+            best, left = candidate, rest
+    return best
+
+
+_LETTERS = re.compile(r"[A-Za-z]")
+
+
+def _readings(text, lang, depth, templates, slots):
+    """`text` translated by each template that matches it."""
     for prefix, regex, target, _, weak in templates:
         if not text.startswith(prefix):
             continue
@@ -151,16 +171,19 @@ def _phrase(text: str, lang: str, depth: int = 0) -> str | None:
         for name, value in m.groupdict().items():
             if name in SLOTS:
                 values[name], ours = slots[name].get(value, value), True
+            elif name in LISTS:      # a check's own name may hold "; ": the whole first, then each
+                items = [value] if value in slots[LISTS[name]] else value.split("; ")
+                items = [slots[LISTS[name]].get(item) or _value(item, lang, depth + 1) for item in items]
+                values[name], ours = "；".join(items), True
             else:
                 values[name] = _value(value, lang, depth + 1)
                 ours = ours or values[name] != value
         if weak and not ours and depth == 0:   # inside a template of ours, a value is ours too
             continue
         try:
-            return target.format(**values)
+            yield target.format(**values)
         except (KeyError, IndexError, ValueError):
             continue
-    return None
 
 
 def _value(value: str, lang: str, depth: int) -> str:
@@ -172,7 +195,7 @@ def _value(value: str, lang: str, depth: int) -> str:
     for sep, joined in (("; ", "；"), (", ", "，")):
         parts = _split(value, sep)
         if len(parts) > 1:
-            done = [_value(p, lang, depth + 1) if sep == "; " else _phrase(p, lang, depth) for p in parts]
+            done = [_value(p, lang, depth) if sep == "; " else _phrase(p, lang, depth) for p in parts]
             if any(d != p and d is not None for d, p in zip(done, parts)):
                 return joined.join(d if d is not None else p for d, p in zip(done, parts))
     return value
@@ -202,10 +225,12 @@ def _line(line: str, lang: str) -> str:
     whole = _phrase(core, lang)
     if whole is not None:
         return indent + whole + tail
-    # a line of several sentences ("In your code: ... <the explanation>"): each on its own
+    # a line of several sentences ("In your code: ... <the explanation>"), or clauses: each on its own
     pieces = _SENTENCE_END.split(core)
-    if len(pieces) > 1:
+    if len(pieces) > 1 or "; " in core:
         done = [_phrase(p, lang) for p in pieces]
+        done = [d if d is not None or "; " not in p else (_value(p, lang, 0) if _value(p, lang, 0) != p else None)
+                for d, p in zip(done, pieces)]
         if any(d is not None for d in done):
             out = ""
             for d, p in zip(done, pieces):

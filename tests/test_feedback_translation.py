@@ -240,7 +240,7 @@ def english_runs(text: str) -> list[str]:
     for line in text.splitlines():
         if re.match(r"\s*(cell |File |[A-Z]\w*(Error|Exception|Warning|Interrupt)\b|assertion: )", line):
             continue        # a traceback's frame, or the student's exception: their words, not ours
-        line = re.split(r"抛出了 [A-Z]\w*(?:Error|Exception)", line)[0]
+        line = re.split(r"抛出了(?:异常：| [A-Z]\w*(?:Error|Exception))", line)[0]
         for pattern in _CODE:
             line = re.sub(pattern, " ", line)
         found += _RUN.findall(line)

@@ -198,7 +198,7 @@ KEYWORDS = {"N_": None, "C_": ((1, "c"), 2),
 
 def _check_names(fileobj, keywords, comment_tags, options):
     """Babel extraction method: the name of each check, the first line of the docstring of a test
-    marked @exercise (grading/plugin.py names a check so)."""
+    marked @exercise (grading/plugin.py names a check so), in the context "check" (i18n.SLOTS)."""
     import ast
     tree = ast.parse(fileobj.read())
     for node in ast.walk(tree):
@@ -206,7 +206,7 @@ def _check_names(fileobj, keywords, comment_tags, options):
                 isinstance(d, ast.Call) and getattr(d.func, "id", None) == "exercise" for d in node.decorator_list):
             doc = ast.get_docstring(node, clean=False)
             if doc and doc.strip():
-                yield node.lineno, None, doc.strip().splitlines()[0].strip(), ["the name of a check"]
+                yield node.lineno, "C_", ("check", doc.strip().splitlines()[0].strip()), ["the name of a check"]
 
 
 def feedback_template():
@@ -219,8 +219,8 @@ def feedback_template():
                                                                      comment_tags=("TRANSLATORS:",)):
             catalog.add(message, locations=[(rel, None)], auto_comments=comments, context=context)
         if path.parent.name == "checks" and path.name.startswith("test_"):
-            for lineno, message, comments, _ in extract_from_file(_check_names, path):
-                catalog.add(message, locations=[(rel, None)], auto_comments=comments)
+            for lineno, message, comments, context in extract_from_file(_check_names, path, keywords=KEYWORDS):
+                catalog.add(message, locations=[(rel, None)], auto_comments=comments, context=context)
     return catalog
 
 

@@ -335,8 +335,8 @@ def _same(a, b) -> bool:
         and bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=1e-6, atol=1e-7, equal_nan=True))
 
 
-NOTHING = N_("; a check like this one gives points only to an answer that computes something (issue 23: doing "
-             "nothing earns nothing)")
+NOTHING = "; " + N_("a check like this one gives points only to an answer that computes something (issue 23: "
+                    "doing nothing earns nothing)")
 
 
 def expect_varies(got, *, call: str, what: str = "its values") -> None:

@@ -206,7 +206,7 @@ def _exercise_parts(tests: list[dict], verbose: bool) -> tuple[str, list[str], l
     if not failed:
         return N_("all checks passed"), passed_notes(tests), []
     if _not_started(tests, failed):
-        return NOT_STARTED, [], ([N_("FAILED  {name}").format(name=_short_name(t)) for t in tests] if verbose else [])
+        return NOT_STARTED, [], ([N_("FAILED  {check}").format(check=_short_name(t)) for t in tests] if verbose else [])
     block = next((h for h in (split_summary(t["output"])[0] for t in failed) if h), None)
     parts = [(t, *own_part(t["output"])) for t in failed] if block else \
             [(t, None, t["output"], False) for t in failed]
@@ -219,13 +219,13 @@ def _exercise_parts(tests: list[dict], verbose: bool) -> tuple[str, list[str], l
         _, labels, evidence = key
         tagged = labels and len(causes) > 1
         if verbose:
-            return [(N_("FAILED  {name} [{labels}]") if tagged else N_("FAILED  {name}")).format(
-                        name=_short_name(t), labels=", ".join(labels)) for t in group] + \
+            return [(N_("FAILED  {check} [{labels}]") if tagged else N_("FAILED  {check}")).format(
+                        check=_short_name(t), labels=", ".join(labels)) for t in group] + \
                    ["        " + ln for ln in evidence.splitlines()]
         names = (N_("all {n} checks").format(n=len(group)) if len(group) == len(tests) > 1
                  else "; ".join(map(_short_name, group)))
-        return [(N_("FAILED  {name} [{labels}]: {evidence}") if tagged else N_("FAILED  {name}: {evidence}")).format(
-            name=names, labels=", ".join(labels), evidence=_one_line(evidence))]
+        return [(N_("FAILED  {checks} [{labels}]: {evidence}") if tagged else N_("FAILED  {checks}: {evidence}")).format(
+            checks=names, labels=", ".join(labels), evidence=_one_line(evidence))]
 
     cause: list[str] = []
     if block:
@@ -244,7 +244,7 @@ def _exercise_parts(tests: list[dict], verbose: bool) -> tuple[str, list[str], l
                          N_("Also failing, maybe because of the mistake above (fix it first):"))
         lines.extend(check_lines(key, group))
     if verbose:
-        lines.extend(N_("passed  {name}").format(name=_short_name(t)) for t in tests if t["status"] == "passed")
+        lines.extend(N_("passed  {check}").format(check=_short_name(t)) for t in tests if t["status"] == "passed")
     return head, cause, lines
 
 
