@@ -76,6 +76,7 @@ _KINDS = {
     "values": r"\[[^\]]*\]",
     "sizes": r"\[[^\]]*\]",
     "variable": r"[\w.]+",
+    "names": r"\w+(?:, \w+)*",            # exercise names
     # a call as the checks write it: a name and its arguments ("MultiHeadAttention(4, 2)(x, x, x)")
     "function": r"[\w.]+(?:\([^()]*(?:\([^()]*\)[^()]*)*\))+",
 }
@@ -136,6 +137,7 @@ def pgettext_(slot: str, message: str, lang: str | None) -> str:
 _SENTENCE_END = re.compile(r"(?<=[.:])\s+(?=[A-Z(`\[])")
 
 
+@lru_cache(maxsize=100_000)     # a class's reports say the same sentences many times
 def _phrase(text: str, lang: str, depth: int = 0) -> str | None:
     """`text`'s translation, or None when no message or template covers it."""
     plain, slots, templates = _templates(lang)
@@ -186,19 +188,20 @@ def _readings(text, lang, depth, templates, slots):
             continue
 
 
+@lru_cache(maxsize=100_000)
 def _value(value: str, lang: str, depth: int) -> str:
     """A template's value: translated when it is a message, else its clauses ("; ") or its list items
     (", " outside brackets: "x of shape (2, 3), no mask") each translated that is one; else as it came."""
-    whole = _phrase(value, lang, depth)
-    if whole is not None:
-        return whole
+    readings = [_phrase(value, lang, depth)]
     for sep, joined in (("; ", "；"), (", ", "，")):
         parts = _split(value, sep)
         if len(parts) > 1:
             done = [_value(p, lang, depth) if sep == "; " else _phrase(p, lang, depth) for p in parts]
             if any(d != p and d is not None for d, p in zip(done, parts)):
-                return joined.join(d if d is not None else p for d, p in zip(done, parts))
-    return value
+                readings.append(joined.join(d if d is not None else p for d, p in zip(done, parts)))
+                break
+    readings = [r for r in readings if r is not None]     # the whole first; the one with least English
+    return min(readings, key=lambda r: len(_LETTERS.findall(r))) if readings else value
 
 
 def _split(text: str, sep: str) -> list[str]:

@@ -41,8 +41,8 @@ def call_softmax(student, x, **kw):
     except StudentError as err:
         if reversed_shape_error(err, x.shape):
             raise Mismatch(f"softmax(x) with x {describe_shape(x)} raised {err.type}: {err.message}", found=[(
-                "batched-transpose", f"`.T` turns x of shape {x.shape} into {x.shape[::-1]}: it reverses every "
-                "axis instead of the last two")]) from None
+                "batched-transpose", N_("`.T` turns x of shape {shape} into {transposed}: it reverses every axis "
+                                        "instead of the last two").format(shape=x.shape, transposed=x.shape[::-1]))]) from None
         raise
 
 

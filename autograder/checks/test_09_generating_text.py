@@ -316,13 +316,13 @@ class Run:
         seed is redrawn until recomputation, the whole sequence with the cache, a dropped and a
         stale cache all give other tokens). grad_term: they depend on whether gradients are on."""
 
-    CACHE_MISTAKES = (("recompute", "cache-not-used", "the whole sequence is given to the model at every step "
-                       "without the cache, so every step recomputes the text so far"),
-                      ("whole", "prompt-fed-again", "the whole sequence so far is given to the model at every step "
-                       "together with the cache"),
-                      ("dropped", "cache-dropped", "each new token is given to the model alone without the cache"),
-                      ("stale", None, "each new token is given with the prompt's cache instead of the cache the "
-                       "previous call returned"))
+    CACHE_MISTAKES = (("recompute", "cache-not-used", N_("the whole sequence is given to the model at every step "
+                                                         "without the cache, so every step recomputes the text so far")),
+                      ("whole", "prompt-fed-again", N_("the whole sequence so far is given to the model at every step "
+                                                       "together with the cache")),
+                      ("dropped", "cache-dropped", N_("each new token is given to the model alone without the cache")),
+                      ("stale", None, N_("each new token is given with the prompt's cache instead of the cache the "
+                                         "previous call returned")))
 
     def __init__(self, student, reference, rng, *, b=3, t0=None, new=None, temperature=0.0, top_k=None, top_p=None,
                  sampled=False, training=True, cache_term=False, grad_term=False):

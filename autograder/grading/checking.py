@@ -54,12 +54,12 @@ def scale_variants(d_k: int, others=()) -> list[Variant]:
         found = []
     for name, size in others:
         if size == d_k * d_k and found:   # sqrt(size) == d_k: the shapes cannot tell these two apart
-            found[1] = Variant.of("wrong-scale", N_("the scores are divided by d_k = sqrt({name}) = {d_k} (these "
+            found[1] = Variant.of("wrong-scale", N_("the scores are divided by d_k = sqrt({variable}) = {d_k} (these "
                                                     "shapes cannot tell which) instead of sqrt(d_k)").format(
-                name=name, d_k=d_k), scale="dk")
+                variable=name, d_k=d_k), scale="dk")
         elif size != d_k:
-            found.append(Variant.of("wrong-scale", N_("the scores are divided by sqrt({name}) instead of sqrt(d_k)").format(
-                name=name),
+            found.append(Variant.of("wrong-scale", N_("the scores are divided by sqrt({variable}) instead of sqrt(d_k)").format(
+                variable=name),
                                     scale="other", d_other=size))
     return found
 
@@ -144,8 +144,9 @@ def call_attention(fn, q, k, v, mask, *, call: str):
             except Exception as mine:   # the same error, word for word, as `q @ k.T`
                 if type(mine).__name__ == err.type and str(mine) == err.message:
                     raise Mismatch(f"{call} raised {err.type}: {err.message}", found=[(
-                        "batched-transpose", f"`k.T` turns keys of shape {k.shape} into {k.T.shape} instead of "
-                        "swapping the last two axes")]) from None
+                        "batched-transpose", N_("`k.T` turns keys of shape {shape} into {transposed} instead of "
+                                                "swapping the last two axes").format(shape=k.shape,
+                                                                                     transposed=k.T.shape))]) from None
         raise
 
 

@@ -104,4 +104,10 @@ SAW = [
     N_("the same mask as booleans gives another answer than as 0/1 integers (`~1 == -2` and `~0 == -1`)"),
     N_("the module raises when it is called without a mask; mask=None must mean that every key may be read"),
     N_("with dropout=0.0 the training-mode output differs from the eval-mode output"),
+    N_("only dropout may depend on the mode"),
+    # clauses of a variant said alone (root_cause.summary keeps a clause another check did not say)
+    N_("`.T` turns x of shape {shape} into {transposed}"),
+    N_("it reverses every axis instead of the last two"),
+    N_("the module has no {variable} at all"),
+    N_("the merged heads are returned as they are"),
 ]
