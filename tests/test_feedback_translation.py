@@ -267,3 +267,31 @@ def test_chinese_feedback_leaves_no_english_sentence(graded_twice):
         if runs:
             left[entry.name] = runs[:3]
     assert not left, json.dumps(left, ensure_ascii=False, indent=1)
+
+
+@pytest.mark.slow
+def test_chinese_kit_self_check_speaks_chinese(tmp_path):
+    """The Chinese kit (`release --student-kit OUT --lang zh_CN`): a lesson's self-check, run where
+    Jupyter runs it (the lessons folder, the kit's own autograder), speaks Chinese without being asked,
+    from the compiled catalog the kit carries; the English kit's stays English; the points are the same."""
+    from autograder.deliver import kit
+    lesson = "01_scaled_dot_product_attention"
+    script = ("import sys, numpy as np; sys.path.insert(0, '..')\n"
+              "from autograder.selfcheck import checker\n"
+              "def softmax(x, axis=-1):\n    e = np.exp(x)\n    return e / e.sum(axis=axis, keepdims=True)\n"
+              f"print('points', checker({lesson!r})('softmax', softmax))\n")
+    printed = {}
+    for lang in ("zh_CN", None):
+        out = tmp_path / (lang or "en") / "kit"
+        kit.write_kit(out, lessons=[lesson], corpus=False, lang=lang)
+        assert (out / "autograder" / "locale" / "zh_CN" / "LC_MESSAGES" / "feedback.mo").exists()
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", i18n.ENV, "JPY_SESSION_NAME")}
+        run = subprocess.run([sys.executable, "-c", script], cwd=out / "lessons", capture_output=True, text=True,
+                             env=env, timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        printed[lang] = run.stdout
+    assert "../autograder" in printed["zh_CN"] and "../autograder" in printed[None]
+    assert "根本原因：输入较大时 softmax 溢出 [softmax-unstable]。" in printed["zh_CN"], printed["zh_CN"]
+    assert "Root cause: Softmax overflows for large inputs [softmax-unstable]." in printed[None], printed[None]
+    assert not HAN.search(printed[None])
+    assert printed["zh_CN"].splitlines()[-1] == printed[None].splitlines()[-1]      # the same points
