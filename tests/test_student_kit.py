@@ -107,7 +107,13 @@ def drive(root: Path, runs: list[dict], tmp: Path, env_extra=None) -> dict:
 def text_files(folder: Path) -> dict[str, str]:
     found = {}
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.suffix != ".npz":
+        if path.is_file() and path.suffix == ".mo":      # a compiled catalog: its texts, each on its lines
+            import gettext
+            with open(path, "rb") as f:
+                catalog = gettext.GNUTranslations(f)._catalog
+            found[path.relative_to(folder).as_posix()] = "\n".join(
+                str(text) for pair in catalog.items() for text in pair)
+        elif path.is_file() and path.suffix != ".npz":
             found[path.relative_to(folder).as_posix()] = path.read_text(encoding="utf-8")
     return found
 

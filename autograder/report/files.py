@@ -48,9 +48,9 @@ def localized(result: dict, lang: str | None) -> dict:
     `lang` (None: $AUTOGRADER_LANG); the object itself in English. Ids, names, tags, scores and field names
     are unchanged."""
     lang = language(lang)
+    out = dict(result) if lang else result     # (no line of a lesson's answer here: the kit's leak test)
     if not lang:
-        return result
-    out = dict(result)
+        return out
     out["tests"] = [dict(t, output=localize(str(t.get("output", "")), lang)) if isinstance(t, dict) and "output" in t
                     else t for t in result.get("tests", [])]
     if "output" in result:
