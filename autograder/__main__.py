@@ -79,7 +79,10 @@ def _lesson_notebooks(folder: Path, warnings: list[str]) -> dict[str, Path]:
 def cmd_grade(args) -> int:
     from autograder.classroom.runner import grade_many
     if args.lang is not None:     # every report this run writes reads it (i18n.language), on a cluster too
-        from autograder.i18n import ENV
+        from autograder.i18n import ENV, LANGUAGES, language
+        if language(args.lang) is None and args.lang.lower().replace("-", "_") not in ("en", "en_us", "en_gb"):
+            print(f"error: --lang {args.lang}: the feedback speaks en or {', '.join(LANGUAGES)}", file=sys.stderr)
+            return USAGE_ERROR
         os.environ[ENV] = args.lang
     try:
         kind, students, warnings = find_submissions(Path(args.path))

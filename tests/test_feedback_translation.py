@@ -295,3 +295,11 @@ def test_chinese_kit_self_check_speaks_chinese(tmp_path):
     assert "Root cause: Softmax overflows for large inputs [softmax-unstable]." in printed[None], printed[None]
     assert not HAN.search(printed[None])
     assert printed["zh_CN"].splitlines()[-1] == printed[None].splitlines()[-1]      # the same points
+
+
+def test_grade_refuses_a_language_it_does_not_speak(tmp_path, capsys, monkeypatch):
+    from autograder.__main__ import main
+    monkeypatch.delenv(i18n.ENV, raising=False)
+    assert main(["grade", str(tmp_path), "--lang", "fr"]) == 2
+    assert "--lang fr" in capsys.readouterr().err
+    assert i18n.ENV not in os.environ
