@@ -137,7 +137,11 @@ def pgettext_(slot: str, message: str, lang: str | None) -> str:
 _SENTENCE_END = re.compile(r"(?<=[.:])\s+(?=[A-Z(`\[])")
 
 
-@lru_cache(maxsize=100_000)     # a class's reports say the same sentences many times
+LONGEST = 1500     # characters: the grader's own lines are under 800; a longer one is not read for templates
+# (a student's 6000-character exception must not cost a template search each), nor kept in the caches
+
+
+@lru_cache(maxsize=20_000)     # a class's reports say the same sentences many times
 def _phrase(text: str, lang: str, depth: int = 0) -> str | None:
     """`text`'s translation, or None when no message or template covers it."""
     plain, slots, templates = _templates(lang)
@@ -146,7 +150,7 @@ def _phrase(text: str, lang: str, depth: int = 0) -> str | None:
     for slot in SLOTS:
         if text in slots[slot]:
             return slots[slot][text]
-    if depth > 10 or not text.strip():
+    if depth > 10 or not text.strip() or len(text) > LONGEST:
         return None
     # every template that matches, read the way that leaves the fewest English letters ("FAILED  {checks}:
     # {evidence}" over "{left} is not divisible by {right}" for a line that holds both); ties: the first
@@ -188,14 +192,16 @@ def _readings(text, lang, depth, templates, slots):
             continue
 
 
-@lru_cache(maxsize=100_000)
+@lru_cache(maxsize=20_000)
 def _value(value: str, lang: str, depth: int) -> str:
     """A template's value: translated when it is a message, else its clauses ("; ") or its list items
     (", " outside brackets: "x of shape (2, 3), no mask") each translated that is one; else as it came."""
+    if len(value) > LONGEST:
+        return value
     readings = [_phrase(value, lang, depth)]
     for sep, joined in (("; ", "；"), (", ", "，")):
         parts = _split(value, sep)
-        if len(parts) > 1:
+        if 1 < len(parts) <= 16:        # a list of a few items, not a student's text full of commas
             done = [_value(p, lang, depth) if sep == "; " else _phrase(p, lang, depth) for p in parts]
             if any(d != p and d is not None for d, p in zip(done, parts)):
                 readings.append(joined.join(d if d is not None else p for d, p in zip(done, parts)))

@@ -12,6 +12,9 @@ it in English, and tests/test_feedback_translation.py's corpus test says where.
 from autograder.i18n import N_
 
 WHAT = [
+    N_("the weights from {function} with {inputs}"),
+    N_("the output of {function} with {inputs}"),
+    N_("the lse from {function} with {inputs}"),
     N_("the weights from {call}"),
     N_("the output of {call}"),
     N_("the lse from {call}"),
