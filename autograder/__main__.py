@@ -78,6 +78,12 @@ def _lesson_notebooks(folder: Path, warnings: list[str]) -> dict[str, Path]:
 
 def cmd_grade(args) -> int:
     from autograder.classroom.runner import grade_many
+    if args.lang is not None:     # every report this run writes reads it (i18n.language), on a cluster too
+        from autograder.i18n import ENV, LANGUAGES, language
+        if language(args.lang) is None and args.lang.lower().replace("-", "_") not in ("en", "en_us", "en_gb"):
+            print(f"error: --lang {args.lang}: the feedback speaks en or {', '.join(LANGUAGES)}", file=sys.stderr)
+            return USAGE_ERROR
+        os.environ[ENV] = args.lang
     try:
         kind, students, warnings = find_submissions(Path(args.path))
     except UsageError as exc:
@@ -106,8 +112,8 @@ def cmd_grade(args) -> int:
         print(terminal_safe(f"error: nothing was graded: {exc}"), file=sys.stderr)
         return USAGE_ERROR
     if args.json:
-        from autograder.report.results import bounded, write_json
-        results = {student: bounded(result) for student, result in results.items()}
+        from autograder.report.results import bounded, localized, write_json
+        results = {student: bounded(localized(result, None)) for student, result in results.items()}
         data = results if kind == "class" else next(iter(results.values()))
         write_json(Path(args.json), data)
     print(f"graded {len(results)} student(s) in {time.monotonic() - started:.1f} s")
@@ -170,20 +176,25 @@ def cmd_release(args) -> int:
 
 def cmd_translations(args) -> int:
     from autograder.deliver.translations import catalog_path, update
-    from autograder.deliver.translations import PAGES
-    unknown = [lid for lid in args.lessons or () if lid not in COURSE and lid not in PAGES]
+    from autograder.deliver.translations import FEEDBACK, PAGES
+    unknown = [lid for lid in args.lessons or () if lid not in COURSE and lid not in PAGES and lid != FEEDBACK]
     if unknown:
         print(f"error: no lesson {', '.join(unknown)}", file=sys.stderr)
         return USAGE_ERROR
     lessons = None
     if args.lessons:
-        lessons = sorted({*args.lessons, *(d for d in [*COURSE, *PAGES] if catalog_path(d, args.lang).exists())})
+        lessons = sorted({*args.lessons, *(d for d in [*COURSE, *PAGES] if catalog_path(d, args.lang).exists())} - {FEEDBACK})
     for lesson_id, counts in update(args.lang, lessons).items():
         left = counts["fuzzy"] + counts["untranslated"]
         print(f"{catalog_path(lesson_id, args.lang).relative_to(Path.cwd()) if catalog_path(lesson_id, args.lang).is_relative_to(Path.cwd()) else catalog_path(lesson_id, args.lang)}: "
               f"{counts['translated']} translated, {counts['fuzzy']} fuzzy (English changed), "
               f"{counts['untranslated']} untranslated, {counts['obsolete']} obsolete"
               + ("" if left else "; complete"))
+    if not args.lessons or FEEDBACK in args.lessons:
+        from autograder.deliver.translations import compiled_path, update_feedback
+        counts = update_feedback(args.lang)
+        print(f"{catalog_path(FEEDBACK, args.lang)}: {counts['translated']} translated, {counts['fuzzy']} fuzzy "
+              f"(English changed), {counts['untranslated']} untranslated; compiled {compiled_path(args.lang)}")
     return 0
 
 
@@ -195,7 +206,7 @@ def cmd_gradescope(args) -> int:
         print(f"error: unknown lesson id(s): {', '.join(unknown)}; the lessons are: "
               + ", ".join(COURSE), file=sys.stderr)
         return USAGE_ERROR
-    out = write_bundle(Path(args.out), lessons)
+    out = write_bundle(Path(args.out), lessons, args.lang)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) grading {len(lessons)} lesson(s); "
           f"upload it as the assignment's autograder on Gradescope")
     from autograder.grading.plugin import course_secret
@@ -227,6 +238,9 @@ def main(argv=None) -> int:
                    help="every check of each exercise that lost points, passed ones too, with all that each "
                         "saw (by default: the root cause and its fix once, then one line per failed check), "
                         "and what each sandbox layer holds")
+    g.add_argument("--lang", default=None, metavar="LANG",
+                   help="the feedback's language: zh_CN (简体中文) or en (default: $AUTOGRADER_LANG, else English); "
+                        "scores, ids and names are the same in every language")
     g.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade even where no isolation layer works (only for trusted submissions)")
     where = g.add_mutually_exclusive_group()
@@ -247,8 +261,9 @@ def main(argv=None) -> int:
     r.add_argument("--lang", default=None, help="with --student-kit: hand out the lessons (and the README) "
                    "in this language where they are translated, e.g. zh_CN (简体中文)")
     r.set_defaults(func=cmd_release)
-    t = sub.add_parser("translations", help="merge the English lessons into the translation catalogs "
-                       "(locale/<lang>/LC_MESSAGES/<lesson_id>.po) and say what is left to translate")
+    t = sub.add_parser("translations", help="merge the English lessons, and the feedback's marked texts, into the "
+                       "translation catalogs (locale/<lang>/LC_MESSAGES/<lesson_id>.po, feedback.po), compile the "
+                       "feedback's (autograder/locale/<lang>/LC_MESSAGES/feedback.mo) and say what is left to translate")
     t.add_argument("--lang", default="zh_CN", help="the language (default zh_CN)")
     t.add_argument("--lessons", nargs="+", metavar="LESSON_ID", default=None,
                    help="start catalogs for these lessons (or site pages: book_intro) too (default: those that have one)")
@@ -258,6 +273,8 @@ def main(argv=None) -> int:
                                                                       "(default gradescope_autograder.zip)")
     gs.add_argument("--lessons", nargs="+", metavar="LESSON_ID", default=None,
                     help="lessons this Gradescope assignment grades (default: every lesson)")
+    gs.add_argument("--lang", default=None, metavar="LANG",
+                    help="the language of the feedback students read on Gradescope, e.g. zh_CN (default English)")
     gs.set_defaults(func=cmd_gradescope)
     try:
         args = parser.parse_args(argv)

@@ -7,6 +7,10 @@ it saw) and returns the points earned (what the student sees). It is never the g
 sandboxed grader's verdict and points into these cells; an unconfigured one, which runs them in
 the student's kernel, gets 0 and the line to add (UNCONFIGURED_AUTOGRADE). `checker` first says
 which grader runs (origin: the student kit's own copy, or the course's). Nothing is written to stderr.
+
+It speaks the notebook's language (`language_of`): `checker(lesson_id, lang=...)`, else
+$AUTOGRADER_LANG, else the `language` the Chinese lessons carry in their metadata (release writes
+it), else English. The language is cosmetic: the points are the same in every one.
 """
 from __future__ import annotations
 
@@ -16,18 +20,47 @@ import os
 import sys
 import warnings
 
+from autograder.i18n import ENV, N_, gettext_, language
 
-def checker(lesson_id: str):
-    print(origin())
+
+def checker(lesson_id: str, lang: str | None = None):
+    lang = language_of(lesson_id, lang)
+    print(origin(lang))
+
     def check(exercise: str, obj, verbose: bool = False) -> float:
         if os.environ.get("NBGRADER_EXECUTION") == "autograde":
-            print(UNCONFIGURED_AUTOGRADE)
+            print(gettext_(UNCONFIGURED_AUTOGRADE, lang))
             return 0.0
-        return run_selfcheck(lesson_id, exercise, obj, verbose=verbose)
+        return run_selfcheck(lesson_id, exercise, obj, verbose=verbose, lang=lang)
     return check
 
 
-def origin() -> str:
+NOTEBOOK_BYTES = 50_000_000     # a notebook larger than this is not read for its language
+
+
+def language_of(lesson_id: str, chosen: str | None = None) -> str | None:
+    """The self-check's language: `chosen`, else $AUTOGRADER_LANG, else the metadata `language` of
+    the notebook this kernel runs (Jupyter names it in JPY_SESSION_NAME; else the lesson's notebook
+    in the working folder, where Jupyter starts a notebook's kernel), else English (None)."""
+    if chosen is not None or os.environ.get(ENV):
+        return language(chosen)
+    from pathlib import Path
+    for candidate in (os.environ.get("JPY_SESSION_NAME"), f"{lesson_id}.ipynb"):
+        try:
+            path = Path(candidate) if candidate else None
+            if path is None or path.suffix != ".ipynb" or not path.is_file() or \
+                    path.stat().st_size > NOTEBOOK_BYTES:
+                continue
+            import json
+            with open(path, encoding="utf-8") as f:
+                tag = json.load(f).get("metadata", {}).get("language")
+            return language(tag) if isinstance(tag, str) else None
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
+
+
+def origin(lang: str | None = None) -> str:
     """One line: which grader this kernel's self-checks run (the kit's own, or the course's)."""
     import autograder
     from pathlib import Path
@@ -37,13 +70,16 @@ def origin() -> str:
     except OSError:        # the working folder is gone
         beside = False
     where = "../autograder" if beside else str(package)
-    return f"Self-checks: {where} ({getattr(autograder, 'EDITION', '?')} {getattr(autograder, '__version__', '?')})"
+    edition = getattr(autograder, "EDITION", "?")
+    edition = {"course": N_("course"), "student kit": N_("student kit")}.get(edition, edition)
+    return gettext_(N_("Self-checks: {where} ({edition} {version})"), lang).format(
+        where=where, edition=gettext_(edition, lang), version=getattr(autograder, "__version__", "?"))
 
 
 # nbgrader sets NBGRADER_EXECUTION=autograde in the kernels `nbgrader autograde` starts (its Execute
 # step). Configured with deliver/nbgrader_grades.configure, autograde starts no kernel, so a
 # self-check that sees it runs where the student's code runs and cannot be the grade.
-UNCONFIGURED_AUTOGRADE = (
+UNCONFIGURED_AUTOGRADE = N_(
     "0 points: nbgrader autograde ran this self-check in the student's own kernel, where the "
     "student's code can change what it reports, so it awards nothing. Instructor: add these lines "
     "to nbgrader_config.py and autograde again (the sandboxed grader then scores this cell):\n"
@@ -51,7 +87,7 @@ UNCONFIGURED_AUTOGRADE = (
     "    configure(c)")
 
 
-def run_selfcheck(lesson_id: str, exercise: str, obj, verbose: bool = False) -> float:
+def run_selfcheck(lesson_id: str, exercise: str, obj, verbose: bool = False, lang: str | None = None) -> float:
     import numpy as np
 
     from autograder.grading.plugin import GradingPlugin, run_checks
@@ -67,7 +103,7 @@ def run_selfcheck(lesson_id: str, exercise: str, obj, verbose: bool = False) -> 
         warnings.simplefilter("ignore")
         run_checks(plugin, [lesson_id])
     from autograder.report.results import verdict
-    print(verdict(exercise, plugin.results, verbose=verbose))
+    print(verdict(exercise, plugin.results, verbose=verbose, lang=lang or "en"))
     from autograder.load.kernel_state import note
     hint = note(lesson_id, exercise, obj)        # names only this kernel has, in one line
     if hint:

@@ -107,7 +107,13 @@ def drive(root: Path, runs: list[dict], tmp: Path, env_extra=None) -> dict:
 def text_files(folder: Path) -> dict[str, str]:
     found = {}
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.suffix != ".npz":
+        if path.is_file() and path.suffix == ".mo":      # a compiled catalog: its texts, each on its lines
+            import gettext
+            with open(path, "rb") as f:
+                catalog = gettext.GNUTranslations(f)._catalog
+            found[path.relative_to(folder).as_posix()] = "\n".join(
+                str(text) for pair in catalog.items() for text in pair)
+        elif path.is_file() and path.suffix != ".npz":
             found[path.relative_to(folder).as_posix()] = path.read_text(encoding="utf-8")
     return found
 
@@ -133,7 +139,7 @@ def solution_lines() -> set[str]:
 
 # What a student's kernel imports, and so what the kit carries besides the lessons' check modules.
 SELF_CHECK_MODULES = [
-    "__init__.py", "course.py", "selfcheck.py",
+    "__init__.py", "course.py", "i18n.py", "selfcheck.py", "locale/zh_CN/LC_MESSAGES/feedback.mo",
     "checks/__init__.py", "checks/generation_subjects.py", "checks/projection_subjects.py", "checks/pytest.ini",
     "diagnose/__init__.py", "diagnose/mistakes.py", "diagnose/root_cause.py",
     "grading/__init__.py", "grading/checking.py", "grading/compare.py", "grading/independence.py",
@@ -141,7 +147,7 @@ SELF_CHECK_MODULES = [
     "grading/plugin.py", "grading/recorded.py", "grading/reference.py", "grading/student.py",
     "grading/tolerances.py",
     "load/__init__.py", "load/kernel_state.py", "load/notebook.py", "load/reading.py",
-    "report/__init__.py", "report/results.py",
+    "report/__init__.py", "report/files.py", "report/results.py",
     "run/__init__.py", "run/bounds.py", "run/errors.py", "run/executor.py", "run/substitute.py",
     "run/wire.py",
 ]

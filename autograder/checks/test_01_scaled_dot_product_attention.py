@@ -1,6 +1,7 @@
 """Checks for lesson 01: softmax and scaled dot-product attention (NumPy)."""
 import numpy as np
 
+from autograder.i18n import N_
 from autograder.diagnose import fingerprints
 from autograder.grading.checking import (Fingerprints, Mismatch, Variant, all_of, call_attention, describe_shape, exercise,
                                  expect_array, expect_attention, reversed_shape_error)
@@ -22,11 +23,11 @@ def softmax_mutants(softmax, x, axis=-1):
         found.append(Variant.of("softmax-wrong-axis", "the softmax normalises over axis -2 instead of the last axis",
                                 axis=-2))
     if not last:
-        found.append(Variant.of("softmax-ignores-axis", f"softmax(x, axis={axis}) normalises over the last axis: "
-                                "the `axis` argument is not used", axis=-1))
+        found.append(Variant.of("softmax-ignores-axis", N_("softmax(x, axis={axis}) normalises over the last axis: "
+                                                           "the `axis` argument is not used").format(axis=axis), axis=-1))
     if not last and axis % x.ndim != 0:
-        found.append(Variant.of("softmax-ignores-axis", f"softmax(x, axis={axis}) normalises over axis 0: "
-                                "the `axis` argument is not used", axis=0))
+        found.append(Variant.of("softmax-ignores-axis", N_("softmax(x, axis={axis}) normalises over axis 0: "
+                                                           "the `axis` argument is not used").format(axis=axis), axis=0))
 
     def run(**kw):
         return fingerprints.np_softmax(softmax, x, kw.pop("axis", axis), **kw)
@@ -40,8 +41,8 @@ def call_softmax(student, x, **kw):
     except StudentError as err:
         if reversed_shape_error(err, x.shape):
             raise Mismatch(f"softmax(x) with x {describe_shape(x)} raised {err.type}: {err.message}", found=[(
-                "batched-transpose", f"`.T` turns x of shape {x.shape} into {x.shape[::-1]}: it reverses every "
-                "axis instead of the last two")]) from None
+                "batched-transpose", N_("`.T` turns x of shape {shape} into {transposed}: it reverses every axis "
+                                        "instead of the last two").format(shape=x.shape, transposed=x.shape[::-1]))]) from None
         raise
 
 

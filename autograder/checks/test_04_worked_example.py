@@ -4,6 +4,7 @@ import hmac
 
 import numpy as np
 
+from autograder.i18n import N_
 from autograder.diagnose import fingerprints
 from autograder.grading.checking import Fingerprints, Mismatch, Variant, exercise, expect_array, scale_variants
 
@@ -104,7 +105,7 @@ def example_mutants(reference, key):
     def run(**kw):
         return fingerprints.worked_example(ns.worked_example, key, **kw)
 
-    found = [Variant.of("weights-transposed", f"Q{h}, K{h} and V{h} are computed as X @ W.T instead of X @ W",
+    found = [Variant.of("weights-transposed", N_("Q{h}, K{h} and V{h} are computed as X @ W.T instead of X @ W").format(h=h),
                         transposed=True)]
     if what >= 3:
         found += scale_variants(d_k)

@@ -2,6 +2,7 @@
 import numpy as np
 import torch
 
+from autograder.i18n import N_
 from autograder.diagnose import fingerprints
 from autograder.grading.checking import (causal_pattern, padding_pattern, MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
@@ -77,12 +78,12 @@ def mha_mutants(mha_cls, p, q, k, v, mask, h, module=None):
     found = scale_variants(d_model // h, [("d_model", d_model)]) + [
         # with one key (and the softmax over the keys) a split that mixes positions changes nothing, so
         # "split and merge" and "merge only" give one answer: one variant says both
-        Variant.of("heads-mixed", f"(B, T, d_model) is reshaped straight to (B, {h}, T, {d_model // h}) "
-                   "without the transpose (and merged back the same way)", heads_mixed=True) if k.shape[1] > 1 else
-        Variant.of("heads-mixed", f"the heads are merged by reshaping (B, {h}, T, {d_model // h}) straight to (B, T, "
-                   f"{d_model}) without moving the head axis back", heads_mixed=True),
-        Variant.of("heads-mixed", f"the heads are split by reshaping (B, T, {d_model}) straight to (B, {h}, T, "
-                   f"{d_model // h}) without the transpose (the merge moves the head axis back right)",
+        Variant.of("heads-mixed", N_("(B, T, d_model) is reshaped straight to (B, {h}, T, {d_k}) without the transpose (and merged back "
+                      "the same way)").format(h=h, d_k=d_model // h), heads_mixed=True) if k.shape[1] > 1 else
+        Variant.of("heads-mixed", N_("the heads are merged by reshaping (B, {h}, T, {d_k}) straight to (B, T, {d_model}) without moving "
+                      "the head axis back").format(h=h, d_k=d_model // h, d_model=d_model), heads_mixed=True),
+        Variant.of("heads-mixed", N_("the heads are split by reshaping (B, T, {d_model}) straight to (B, {h}, T, {d_k}) without the "
+                      "transpose (the merge moves the head axis back right)").format(h=h, d_k=d_model // h, d_model=d_model),
                    heads_mixed="split") if k.shape[1] > 1 else None,
         Variant.of("kv-reuse-query-projection", "the keys are computed with w_q instead of w_k", k_from="q"),
         Variant.of("kv-reuse-query-projection", "the values are computed with w_q instead of w_v", v_from="q"),
@@ -91,8 +92,8 @@ def mha_mutants(mha_cls, p, q, k, v, mask, h, module=None):
         Variant.of("kv-from-query-input", "the values are projected from the `query` input instead of `value`",
                    v_in="query"),
         # "; " ends a clause: the one-key check's words above are then said once, in either order
-        Variant.of("heads-mixed", f"the split is right; the heads are merged by reshaping (B, {h}, T, {d_model // h}) "
-                   f"straight to (B, T, {d_model}) without moving the head axis back", heads_mixed="merge")
+        Variant.of("heads-mixed", N_("the split is right; the heads are merged by reshaping (B, {h}, T, {d_k}) straight to (B, T, "
+                      "{d_model}) without moving the head axis back").format(h=h, d_k=d_model // h, d_model=d_model), heads_mixed="merge")
         if k.shape[1] > 1 else None,
         Variant.of("missing-output-projection", "the merged heads are returned without w_o", out_proj=False),
         Variant.of("softmax-wrong-axis", "the softmax normalises over the heads (dim 1), not the keys: "

@@ -7,6 +7,7 @@ import secrets
 import numpy as np
 import torch
 
+from autograder.i18n import N_
 from autograder.diagnose import fingerprints
 from autograder.grading.checking import (causal_pattern, padding_pattern, MASK_MISTAKES, Fingerprints, Mismatch, Variant, all_of, exercise, expect_module, expect_parameters, load_lenient,
                                  expect_tensor, linear_shapes, fingerprint_params, layout_deviations, mask_variants, module_extras, module_output,
@@ -131,10 +132,10 @@ def fixed_mutants(fixed_cls, p, x, mask, h):
                    k_from="q"),
         Variant.of("kv-reuse-query-projection", "the values are computed with q_project instead of v_project",
                    v_from="q"),
-        Variant.of("heads-mixed", f"(B, T, d_model) is reshaped straight to (B, {h}, T, {d_model // h}) "
-                   "without the transpose (and merged back the same way)", heads_mixed=True),
-        Variant.of("heads-mixed", f"the split is right; the heads are merged by reshaping (B, {h}, T, {d_model // h}) "
-                   f"straight to (B, T, {d_model}) without moving the head axis back", heads_mixed="merge"),
+        Variant.of("heads-mixed", N_("(B, T, d_model) is reshaped straight to (B, {h}, T, {d_k}) without the transpose (and merged back "
+                      "the same way)").format(h=h, d_k=d_model // h), heads_mixed=True),
+        Variant.of("heads-mixed", N_("the split is right; the heads are merged by reshaping (B, {h}, T, {d_k}) straight to (B, T, "
+                      "{d_model}) without moving the head axis back").format(h=h, d_k=d_model // h, d_model=d_model), heads_mixed="merge"),
         Variant.of("missing-output-projection", "the merged heads are returned without o_project", out_proj=False),
         Variant.of("softmax-wrong-axis", "the softmax normalises over the heads (dim 1), not the keys: "
                    "nn.Softmax() with no dim picks dim 1 of a 4-D tensor", axis=1),

@@ -2,6 +2,7 @@
 import numpy as np
 import torch
 
+from autograder.i18n import N_
 from autograder.diagnose import fingerprints
 from autograder.grading.checking import (causal_pattern, padding_pattern, Fingerprints, Mismatch, Variant, exercise, expect_module_computes,
                                  expect_parameters, expect_tensor, expect_varies, module_output, random_parameters,
@@ -221,16 +222,16 @@ def test_block_dropout_active_in_training(student, rng):
         raise Mismatch("TransformerBlock(8, 2, 16, dropout=0.5) gives the same output in training and eval mode: "
                        "dropout is not applied (pass dropout to nn.MultiheadAttention and apply nn.Dropout to "
                        "each sublayer's output before the residual addition)")
-    missing = [what for branch, what in (("attn", "the attention sublayer's output"),
-                                         ("ff", "the feed-forward sublayer's output"))
+    missing = [what for branch, what in (("attn", N_("the attention sublayer's output")),
+                                         ("ff", N_("the feed-forward sublayer's output")))
                if torch.allclose(run(0.5, branch_parameters(params, branch), True),
                                  run(0.5, branch_parameters(params, branch), False), atol=1e-6)]
     if missing:
-        raise Mismatch(f"TransformerBlock(8, 2, 16, dropout=0.5) in training mode never drops {' or '.join(missing)}: "
-                       "with that sublayer's output fixed at a constant (its last layer's weight zero, so the "
-                       "attention's own dropout changes nothing), the training-mode output equals the eval-mode "
-                       "one. The docstring asks for dropout on both residual branches: pass each sublayer's output through an "
-                       "nn.Dropout module of its own before adding it to x")
+        raise Mismatch(N_("TransformerBlock(8, 2, 16, dropout=0.5) in training mode never drops {branches}: with that "
+                          "sublayer's output fixed at a constant (its last layer's weight zero, so the attention's own "
+                          "dropout changes nothing), the training-mode output equals the eval-mode one. The docstring "
+                          "asks for dropout on both residual branches: pass each sublayer's output through an "
+                          "nn.Dropout module of its own before adding it to x").format(branches=" or ".join(missing)))
     if not torch.allclose(run(0.0, params, True), run(0.5, params, False), atol=1e-5):
         raise Mismatch("with dropout=0.0 the training-mode output differs from the eval-mode output; "
                        "only dropout may depend on the mode")

@@ -2,6 +2,7 @@
 import numpy as np
 import torch
 
+from autograder.i18n import N_
 from autograder.diagnose import fingerprints
 from autograder.grading.checking import (Fingerprints, Mismatch, Variant, exercise, expect_module_computes,
                                  expect_parameters, expect_tensor, random_parameters, scale_variants)
@@ -21,9 +22,10 @@ def repeat_mutants(repeat_kv, x, n_rep):
                         "...) instead of each repeated in a row (head j holds head j // n_rep: 0 0 1 1 ...)",
                         order="tile") if x.shape[1] > 1 and n_rep > 1 else None]
     if n_rep > 1:
-        found += [Variant.of("kv-repeat-wrong-axis", f"the repetition runs along the {what} axis (dim {axis}) instead "
-                             "of the head axis (dim 1)", axis=axis) for axis, what in ((0, "batch"), (2, "time"),
-                                                                                       (3, "feature"))]
+        found += [Variant.of("kv-repeat-wrong-axis", what, axis=axis) for axis, what in (
+            (0, N_("the repetition runs along the batch axis (dim 0) instead of the head axis (dim 1)")),
+            (2, N_("the repetition runs along the time axis (dim 2) instead of the head axis (dim 1)")),
+            (3, N_("the repetition runs along the feature axis (dim 3) instead of the head axis (dim 1)")))]
     return Fingerprints(lambda **kw: fingerprints.repeat_heads(repeat_kv, x, n_rep, **kw), found, depth=1)
 
 
@@ -132,8 +134,9 @@ def cache_variants(h, h_kv, given: bool):
         found.append(Variant.of("cache-order-reversed", "the cache returned holds the new keys and values before "
                                 "the cached ones, [new, old]", cache_order="new-old"))
     if h_kv < h:
-        found.append(Variant.of("cache-stores-repeated", f"the cache holds {h} key/value heads, the {h_kv} repeated "
-                                f"{h // h_kv} times each, instead of the {h_kv} heads themselves", store="repeated"))
+        found.append(Variant.of("cache-stores-repeated", N_("the cache holds {h} key/value heads, the {h_kv} repeated "
+                                                            "{n_rep} times each, instead of the {h_kv} heads themselves")
+                                .format(h=h, h_kv=h_kv, n_rep=h // h_kv), store="repeated"))
     return found
 
 

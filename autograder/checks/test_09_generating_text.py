@@ -14,6 +14,7 @@ import torch
 from autograder.diagnose import fingerprints
 from autograder.grading.checking import Fingerprints, Mismatch, Variant, all_of, exercise, expect_tensor
 from autograder.checks import generation_subjects as subjects
+from autograder.i18n import N_
 from autograder.run.errors import StudentError
 from autograder.run.wire import ClassSource
 
@@ -131,8 +132,9 @@ def probs_mutants(next_token_probs, logits, temperature, top_k, top_p):
     # after the crossing token dropped: above 1 both keep fewer tokens, and where one answer fits both, dropping
     # the token is the simpler explanation (not with top_k: top-p chosen before top-k can look the same there)
     if isinstance(top_p, float) and temperature != 1.0 and top_k is None:
-        found += [Variant.of("top-p-before-temperature", f"the top-p set is the one of the logits before the "
-                             f"division by temperature={temperature:g}", top_p_on="raw")]
+        found += [Variant.of("top-p-before-temperature", N_("the top-p set is the one of the logits before the "
+                                                            "division by temperature={temperature}").format(
+            temperature=f"{temperature:g}"), top_p_on="raw")]
     if isinstance(top_k, int):
         found += [
             Variant.of("top-k-ties-dropped", "exactly k tokens are kept, so tokens that tie with the k-th largest "
@@ -143,9 +145,10 @@ def probs_mutants(next_token_probs, logits, temperature, top_k, top_p):
                        "logit are removed", top_k_ties="argsort"),
             # what the answer equals, never how the code got there: top-p before top-k (OpenNMT), top-p
             # alone when both are given (fairseq) and a top-k on the probabilities all give it
-            Variant.of(None, f"with top_k={top_k} and top_p={top_p:.4g} together, the answer equals the top-p set "
-                       "chosen from the probabilities of all the tokens, limited to the top k, where the reference "
-                       "chooses it from the top k tokens' renormalised probabilities", top_k_on="probs")
+            Variant.of(None, N_("with top_k={top_k} and top_p={top_p} together, the answer equals the top-p set "
+                                "chosen from the probabilities of all the tokens, limited to the top k, where the "
+                                "reference chooses it from the top k tokens' renormalised probabilities").format(
+                top_k=top_k, top_p=f"{top_p:.4g}"), top_k_on="probs")
             if top_p is not None else
             Variant.of(None, "the top k tokens keep the probabilities of the softmax over all the tokens",
                        top_k_on="probs"),
@@ -313,13 +316,13 @@ class Run:
         seed is redrawn until recomputation, the whole sequence with the cache, a dropped and a
         stale cache all give other tokens). grad_term: they depend on whether gradients are on."""
 
-    CACHE_MISTAKES = (("recompute", "cache-not-used", "the whole sequence is given to the model at every step "
-                       "without the cache, so every step recomputes the text so far"),
-                      ("whole", "prompt-fed-again", "the whole sequence so far is given to the model at every step "
-                       "together with the cache"),
-                      ("dropped", "cache-dropped", "each new token is given to the model alone without the cache"),
-                      ("stale", None, "each new token is given with the prompt's cache instead of the cache the "
-                       "previous call returned"))
+    CACHE_MISTAKES = (("recompute", "cache-not-used", N_("the whole sequence is given to the model at every step "
+                                                         "without the cache, so every step recomputes the text so far")),
+                      ("whole", "prompt-fed-again", N_("the whole sequence so far is given to the model at every step "
+                                                       "together with the cache")),
+                      ("dropped", "cache-dropped", N_("each new token is given to the model alone without the cache")),
+                      ("stale", None, N_("each new token is given with the prompt's cache instead of the cache the "
+                                         "previous call returned")))
 
     def __init__(self, student, reference, rng, *, b=3, t0=None, new=None, temperature=0.0, top_k=None, top_p=None,
                  sampled=False, training=True, cache_term=False, grad_term=False):
@@ -391,8 +394,8 @@ class Run:
             return err
         return None
 
-    SUBSTITUTED = ("next_token_probs is wrong (its own checks say how), so generate was graded with the reference "
-                   "next_token_probs in its place.")
+    SUBSTITUTED = N_("next_token_probs is wrong (its own checks say how), so generate was graded with the reference "
+                     "next_token_probs in its place.")
 
     def with_reference_probs(self, reference) -> bool:
         """Run the student's generate again with the reference's next_token_probs answers in place of
@@ -562,12 +565,13 @@ class Run:
             return
         idx = self.prompt[:1]
         expected = fingerprints.model_logits(self.model, subjects.MODEL_NAME, idx, training=self.training)
-        other = "eval" if self.training else "training"
         mutants = Fingerprints(
             lambda training=self.training: fingerprints.model_logits(self.model, subjects.MODEL_NAME, idx,
                                                                      training=training),
-            [Variant.of("train-flag-not-restored", f"the model was in {'training' if self.training else 'eval'} "
-                        f"mode before generate and is in {other} mode after", training=not self.training)], depth=1)
+            [Variant.of("train-flag-not-restored", N_("the model was in training mode before generate and is in eval "
+                                                      "mode after") if self.training else
+                        N_("the model was in eval mode before generate and is in training mode after"),
+                        training=not self.training)], depth=1)
         got = self.model_after(idx)
         got = got[0] if isinstance(got, (tuple, list)) and got else got
         expect_tensor(got, expected, call=f"model(prompt[:1]) after {self.call} returned", mutants=mutants)

@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 
+from autograder.i18n import N_
 from autograder.diagnose import fingerprints
 from autograder.grading.checking import Fingerprints, Mismatch, Variant, all_of, describe_shape, exercise, expect_array
 
@@ -139,16 +140,19 @@ def flash_mutants(reference, q, k, v, causal, block_size, which, seen=None):
              Variant.of("lse-unstable", "the lse is log(sum(exp(score))) with no maximum taken out, which "
                         "overflows", lse="exp")]
     if causal and lq != lk:
-        found.append(Variant.of("causal-top-left", f"with {lq} queries and {lk} keys, query i sees keys j <= i "
-                                "(aligned at the first key) instead of j <= i + Lk - Lq", top_left=True))
+        found.append(Variant.of("causal-top-left", N_("with {lq} queries and {lk} keys, query i sees keys j <= i "
+                                                      "(aligned at the first key) instead of j <= i + Lk - Lq").format(
+            lq=lq, lk=lk), top_left=True))
     if causal:
         found += nan_variants(lq, lk, block_size) + causal_skip_variants(lq, lk, block_size, seen)
     if lk % block_size and lk > block_size:      # (with no full block, every key would be dropped)
-        found.append(Variant.of("last-block-dropped", f"the last {lk % block_size} of the {lk} keys (past the "
-                                f"last full block of {block_size}) are ignored", drop_keys=True))
+        found.append(Variant.of("last-block-dropped", N_("the last {n} of the {lk} keys (past the last full block of "
+                                                         "{block_size}) are ignored").format(
+            n=lk % block_size, lk=lk, block_size=block_size), drop_keys=True))
     if lq % block_size and lq > block_size:
-        found.append(Variant.of("last-block-dropped", f"the last {lq % block_size} of the {lq} queries (past the "
-                                f"last full block of {block_size}) get no output", drop_queries=True))
+        found.append(Variant.of("last-block-dropped", N_("the last {n} of the {lq} queries (past the last full block "
+                                                         "of {block_size}) get no output").format(
+            n=lq % block_size, lq=lq, block_size=block_size), drop_queries=True))
     return Fingerprints(lambda **kw: fingerprints.flash(reference.flash_attention, q, k, v, causal, block_size,
                                                         which=which, **kw), found, depth=2)
 

@@ -258,9 +258,11 @@ def pending(students: dict[str, dict[str, Path]], out_dir: Path | None) -> tuple
 
 
 def write_student(out_dir: Path, student: str, result: dict, notebooks: dict[str, Path]) -> None:
-    """One student's files, the fingerprint last: a run killed before it regrades the student."""
+    """One student's files, the fingerprint last: a run killed before it regrades the student.
+    feedback.md is in the chosen language ($AUTOGRADER_LANG, `grade --lang`); results.json stays in
+    English here: a later run reads it back (_previous) and writes the reports from it."""
     folder = student_folder(out_dir, student)
-    write_results(folder / "results.json", result)
+    write_results(folder / "results.json", result, lang="en")
     write_atomic(folder / "feedback.md", terminal_safe(feedback_markdown(student, result)))
     write_atomic(folder / "fingerprint", fingerprint(notebooks) + "\n")
 

@@ -82,19 +82,20 @@ def grading_requirements(text: str) -> str:
     return "\n".join(keep) + "\n"
 
 
-def bundle_files(lessons: list[str]) -> dict[str, tuple[bytes, int]]:
+def bundle_files(lessons: list[str], lang: str | None = None) -> dict[str, tuple[bytes, int]]:
     """{path in the zip: (content, unix mode)}: everything the bundle holds."""
     files: dict[str, tuple[bytes, int]] = {}
     package = ROOT / "autograder"
     for path in sorted(package.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini"):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini", ".mo"):
             files[path.relative_to(ROOT).as_posix()] = (path.read_bytes(), 0o644)
     for lesson_id in lessons:
         for folder in (SOLUTIONS, LESSONS):
             path = folder / f"{lesson_id}.ipynb"
             files[path.relative_to(ROOT).as_posix()] = (path.read_bytes(), 0o644)
     files["requirements.txt"] = (grading_requirements((ROOT / "requirements.txt").read_text()).encode(), 0o644)
-    files["gradescope.json"] = (json.dumps({"lessons": lessons}, indent=1).encode() + b"\n", 0o644)
+    config = {"lessons": lessons, **({"lang": lang} if lang else {})}
+    files["gradescope.json"] = (json.dumps(config, indent=1).encode() + b"\n", 0o644)
     from autograder.grading.plugin import SECRET_FILE, course_secret
     secret = course_secret()
     if secret:   # grading's hidden inputs come from it (the student kit records the public ones)
@@ -104,12 +105,12 @@ def bundle_files(lessons: list[str]) -> dict[str, tuple[bytes, int]]:
     return files
 
 
-def write_bundle(out: Path, lessons: list[str]) -> Path:
+def write_bundle(out: Path, lessons: list[str], lang: str | None = None) -> Path:
     """Write the zip atomically; the same sources always give the same bytes."""
     from autograder.report.results import write_atomic
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, (data, mode) in sorted(bundle_files(lessons).items()):
+        for name, (data, mode) in sorted(bundle_files(lessons, lang).items()):
             info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
             info.external_attr = (0o100000 | mode) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
@@ -186,10 +187,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from autograder.report.results import write_results
     results = Path(args.results)
+    lang = None
     try:
         lessons = list(COURSE)
         if args.config and Path(args.config).exists():
-            lessons = [lid for lid in json.loads(Path(args.config).read_text())["lessons"] if lid in COURSE]
+            config = json.loads(Path(args.config).read_text())
+            lessons = [lid for lid in config["lessons"] if lid in COURSE]
+            lang = config.get("lang")        # `gradescope --lang`: what the students read on Gradescope
         results.parent.mkdir(parents=True, exist_ok=True)
         result = grade_submission(Path(args.submission), lessons, args.time_limit)
     except Exception as exc:  # never leave Gradescope without a results.json
@@ -197,7 +201,7 @@ def main(argv=None) -> int:
         write_results(results, result)
         print(result["output"], file=sys.stderr)
         return 0   # a results.json with the reason is written: run_autograder keeps it
-    write_results(results, result)
+    write_results(results, result, lang)
     print(f"graded: {result['score']:g}/{result['max_score']:g}")
     return 0
 

@@ -237,3 +237,76 @@ def translate(nb: nbformat.NotebookNode, lesson_id: str, lang: str, code: bool =
             cell.source = substitute(cell.source, found)
     nb.metadata["language"] = lang.replace("_", "-")
     return missing
+
+
+# --- the feedback: one gettext domain for every text the grader writes for a reader ------------------
+# The English is marked where it is written (autograder/i18n.py: N_ a sentence or a template with
+# {named} values, C_ a catalogue entry's title/explanation/hint); a check's name is the first line of
+# its docstring (the checks of autograder/checks/). Babel extracts both into the template; the
+# catalog locale/<lang>/LC_MESSAGES/feedback.po is merged from it as the lessons' are, and compiled
+# to autograder/locale/<lang>/LC_MESSAGES/feedback.mo, which the grader, the self-check, the student
+# kit and the Gradescope bundle read with the standard library's gettext (no Babel needed there).
+
+FEEDBACK = "feedback"
+SOURCE = ROOT / "autograder"
+KEYWORDS = {"N_": None, "C_": ((1, "c"), 2),
+            "of": (2,)}    # Variant.of(mistake, detail): the variant in words, after "In your code:"
+
+
+def _check_names(fileobj, keywords, comment_tags, options):
+    """Babel extraction method: the name of each check, the first line of the docstring of a test
+    marked @exercise (grading/plugin.py names a check so), in the context "check" (i18n.SLOTS)."""
+    import ast
+    tree = ast.parse(fileobj.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any(
+                isinstance(d, ast.Call) and getattr(d.func, "id", None) == "exercise" for d in node.decorator_list):
+            doc = ast.get_docstring(node, clean=False)
+            if doc and doc.strip():
+                yield node.lineno, "C_", ("check", doc.strip().splitlines()[0].strip()), ["the name of a check"]
+
+
+def feedback_template():
+    """The feedback's English messages (a .pot in memory), extracted with Babel from the package."""
+    from babel.messages.extract import extract_from_file
+    catalog = _new_catalog(FEEDBACK)
+    for path in sorted(SOURCE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for lineno, message, comments, context in extract_from_file("python", path, keywords=KEYWORDS,
+                                                                     comment_tags=("TRANSLATORS:",)):
+            catalog.add(message, locations=[(rel, None)], auto_comments=comments, context=context)
+        if path.parent.name == "checks" and path.name.startswith("test_"):
+            for lineno, message, comments, context in extract_from_file(_check_names, path, keywords=KEYWORDS):
+                catalog.add(message, locations=[(rel, None)], auto_comments=comments, context=context)
+    return catalog
+
+
+def compiled_path(lang: str) -> Path:
+    from autograder.i18n import COMPILED, DOMAIN
+    return COMPILED / lang / "LC_MESSAGES" / f"{DOMAIN}.mo"
+
+
+def compile_feedback(lang: str) -> bytes:
+    """The .mo of `lang`'s feedback catalog: confirmed translations only (a fuzzy or empty one stays English)."""
+    import io
+
+    from babel.messages.mofile import write_mo
+    out = io.BytesIO()
+    write_mo(out, read(FEEDBACK, lang), use_fuzzy=False)
+    return out.getvalue()
+
+
+def update_feedback(lang: str) -> dict[str, int]:
+    """Merge the feedback's English of today into `lang`'s catalog, write it, and compile the .mo."""
+    catalog, fresh = read(FEEDBACK, lang), _new_catalog(FEEDBACK, lang)
+    if catalog is None:
+        catalog = fresh
+    for field in HEADER_FIELDS:
+        setattr(catalog, field, getattr(fresh, field))
+    catalog.update(feedback_template(), update_header_comment=False, update_creation_date=False)
+    catalog.obsolete.clear()
+    write(catalog, catalog_path(FEEDBACK, lang))
+    target = compiled_path(lang)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(compile_feedback(lang))
+    return status(catalog)

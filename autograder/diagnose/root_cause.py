@@ -22,64 +22,76 @@ from __future__ import annotations
 
 import re
 
+from autograder.i18n import C_, N_
 from autograder.diagnose.mistakes import CATALOGUE, LESSON_FIX, describe
 
 # Lesson-specific wording: (mistake id, lesson prefix) -> (explanation or None, hint or None).
 # Lessons 01-04 have no heads and no output projection; their messages must not talk about them.
 _HEADS = ("05", "06")
 LESSON_TEXT: dict[tuple[str, str], tuple[str | None, str | None]] = {}
+# written out per output projection (no f-string: each is one message of the feedback catalog)
+_ROW_NAN = {
+    "w_o": C_("explanation", "When every key is blocked for a query, a -inf fill gives exp(-inf - (-inf)) = NaN in the "
+              "softmax, and the NaN goes through every later step. The course asks for zero weights there, so that "
+              "row's heads are zero and the module returns w_o's bias for it."),
+    "o_project": C_("explanation", "When every key is blocked for a query, a -inf fill gives exp(-inf - (-inf)) = NaN in "
+                    "the softmax, and the NaN goes through every later step. The course asks for zero weights there, so "
+                    "that row's heads are zero and the module returns o_project's bias for it.")}
+_ROW_LEAK = {
+    "w_o": C_("explanation", "A finite fill gives a fully blocked row uniform weights over keys it may not read. The "
+              "course asks for zero weights, so that row's heads are zero and the output is w_o's bias, not a mix of "
+              "the values."),
+    "o_project": C_("explanation", "A finite fill gives a fully blocked row uniform weights over keys it may not read. "
+                    "The course asks for zero weights, so that row's heads are zero and the output is o_project's bias, "
+                    "not a mix of the values.")}
 for _l, _proj in (("05", "w_o"), ("06", "o_project")):
     LESSON_TEXT[("wrong-scale", _l)] = (
-        "Each head compares vectors of size d_k = d_model // num_heads, so that is the size to scale by, "
-        "not d_model.",
-        "Divide by `math.sqrt(self.d_k)`, with d_k = d_model // num_heads: the last dimension of q after "
-        "the heads are split.")
+        C_("explanation", "Each head compares vectors of size d_k = d_model // num_heads, so that is the size to scale by, "
+        "not d_model."),
+        C_("hint", "Divide by `math.sqrt(self.d_k)`, with d_k = d_model // num_heads: the last dimension of q after "
+        "the heads are split."))
     LESSON_TEXT[("missing-scale", _l)] = (
-        None, "Divide the scores by `math.sqrt(self.d_k)` (d_k = d_model // num_heads, one head's size) "
-        "before the softmax.")
+        None, C_("hint", "Divide the scores by `math.sqrt(self.d_k)` (d_k = d_model // num_heads, one head's size) "
+        "before the softmax."))
     LESSON_TEXT[("masked-row-nan", _l)] = (
-        "When every key is blocked for a query, a -inf fill gives exp(-inf - (-inf)) = NaN in the softmax, "
-        "and the NaN goes through every later step. The course asks for zero weights there, so that row's "
-        f"heads are zero and the module returns {_proj}'s bias for it.",
-        "After the softmax, set the weights of rows with no allowed key to zero, e.g. "
-        "`weights.masked_fill(~allowed.any(-1, keepdim=True), 0.0)`.")
+        _ROW_NAN[_proj],
+        C_("hint", "After the softmax, set the weights of rows with no allowed key to zero, e.g. "
+        "`weights.masked_fill(~allowed.any(-1, keepdim=True), 0.0)`."))
     LESSON_TEXT[("masked-row-leak", _l)] = (
-        "A finite fill gives a fully blocked row uniform weights over keys it may "
-        f"not read. The course asks for zero weights, so that row's heads are zero and the output is {_proj}'s "
-        "bias, not a mix of the values.",
-        "Fill with -inf, then set the weights of rows with no allowed key to zero, e.g. "
-        "`weights.masked_fill(~allowed.any(-1, keepdim=True), 0.0)`.")
+        _ROW_LEAK[_proj],
+        C_("hint", "Fill with -inf, then set the weights of rows with no allowed key to zero, e.g. "
+        "`weights.masked_fill(~allowed.any(-1, keepdim=True), 0.0)`."))
 for _l in ("01", "02"):
     LESSON_TEXT[("wrong-scale", _l)] = (
-        "The dot product of two vectors of size d_k (the queries' and keys' last axis, not the values' d_v) "
+        C_("explanation", "The dot product of two vectors of size d_k (the queries' and keys' last axis, not the values' d_v) "
         "grows like sqrt(d_k), so dividing by exactly sqrt(d_k) keeps the scores' spread near 1; any other "
-        "factor makes the softmax too flat or too peaked.", None)
+        "factor makes the softmax too flat or too peaked."), None)
 LESSON_TEXT[("wrong-scale", "03")] = (
-    "The head's queries and keys have size d_k (the second argument of SelfAttentionHead), so that is the "
-    "size to scale by, not d_model.",
-    "Divide by `math.sqrt(d_k)`, where d_k = q.shape[-1] is the size of the projected queries.")
+    C_("explanation", "The head's queries and keys have size d_k (the second argument of SelfAttentionHead), so that is the "
+    "size to scale by, not d_model."),
+    C_("hint", "Divide by `math.sqrt(d_k)`, where d_k = q.shape[-1] is the size of the projected queries."))
 LESSON_TEXT[("wrong-scale", "04")] = (
-    None, "Divide by `np.sqrt(D_K)`: D_K is the size of one head's query and key vectors (2 in the example).")
+    None, C_("hint", "Divide by `np.sqrt(D_K)`: D_K is the size of one head's query and key vectors (2 in the example)."))
 LESSON_TEXT[("missing-scale", "04")] = (
-    None, "Divide the scores `q @ k.T` by `np.sqrt(D_K)`, D_K being the size of one head's query and key "
-          "vectors (2 in the example).")
+    None, C_("hint", "Divide the scores `q @ k.T` by `np.sqrt(D_K)`, D_K being the size of one head's query and key "
+          "vectors (2 in the example)."))
 LESSON_TEXT[("missing-scale", "03")] = (
-    None, "Divide the scores by `math.sqrt(d_k)`, where d_k = q.shape[-1] is the size of the projected queries, "
-          "before the softmax.")
+    None, C_("hint", "Divide the scores by `math.sqrt(d_k)`, where d_k = q.shape[-1] is the size of the projected queries, "
+          "before the softmax."))
 # the fix in each lesson's own names
-LESSON_TEXT[("kv-reuse-query-projection", "03")] = (None, "Compute the keys with `self.w_k(x)` and the values "
-                                                          "with `self.w_v(x)`; only the queries use `self.w_q`.")
-LESSON_TEXT[("kv-reuse-query-projection", "05")] = (None, "Project each input with its own layer: `self.w_q(query)`, "
-                                                          "`self.w_k(key)`, `self.w_v(value)`.")
-LESSON_TEXT[("kv-reuse-query-projection", "06")] = (None, "Give each of q, k and v its own projection: "
+LESSON_TEXT[("kv-reuse-query-projection", "03")] = (None, C_("hint", "Compute the keys with `self.w_k(x)` and the values "
+                                                          "with `self.w_v(x)`; only the queries use `self.w_q`."))
+LESSON_TEXT[("kv-reuse-query-projection", "05")] = (None, C_("hint", "Project each input with its own layer: `self.w_q(query)`, "
+                                                          "`self.w_k(key)`, `self.w_v(value)`."))
+LESSON_TEXT[("kv-reuse-query-projection", "06")] = (None, C_("hint", "Give each of q, k and v its own projection: "
                                                           "`self.q_project(x)`, `self.k_project(x)`, "
-                                                          "`self.v_project(x)`.")
+                                                          "`self.v_project(x)`."))
 for _l in ("05", "08"):
     LESSON_TEXT[("missing-output-projection", _l)] = (
-        None, "Pass the merged heads through the output projection: `return self.w_o(merged)`, not `merged`.")
+        None, C_("hint", "Pass the merged heads through the output projection: `return self.w_o(merged)`, not `merged`."))
 LESSON_TEXT[("missing-output-projection", "06")] = (
-    "Without o_project the heads are never mixed: each output feature comes from a single head.",
-    "Pass the merged heads through `self.o_project` before returning them.")
+    C_("explanation", "Without o_project the heads are never mixed: each output feature comes from a single head."),
+    C_("hint", "Pass the merged heads through `self.o_project` before returning them."))
 
 
 def _text(mistake: str, lesson: str) -> tuple[str, str]:
@@ -149,7 +161,7 @@ def _shape_free(text: str) -> str:
     return re.sub(r"\(\d+(, \d+)*\)|\d+", "#", text)
 
 
-NOT_STARTED = "not started: replace `raise NotImplementedError()` with your code"
+NOT_STARTED = N_("not started: replace `raise NotImplementedError()` with your code")
 MAY_FOLLOW = "(This may follow from "       # how a check no mistake explains ends, in results.json
 
 
@@ -186,31 +198,37 @@ def summary(lesson: str, exercise: str, found: list[tuple[str, str | None]], ext
     if len(merged) == 1 and not extra:
         (mistake, details), = merged.items()
         explanation, hint = _text(mistake, lesson)
+        named = dict(title=CATALOGUE[mistake].title, id=mistake)
         if mistake in earlier:
-            where = f"\nIn your code: {'; '.join(details)}." if details else ""
-            return (f"Root cause: {CATALOGUE[mistake].title} [{mistake}], as in {earlier[mistake]} above."
-                    f"{where}\nFix: the same as for {earlier[mistake]} above.")
-        where = f"In your code: {'; '.join(details)}. " if details else ""
-        return (f"Root cause: {CATALOGUE[mistake].title} [{mistake}].\n{where}{explanation}\nFix: {hint}")
+            lines = [N_("Root cause: {title} [{id}], as in {exercise} above.").format(**named, exercise=earlier[mistake])]
+            if details:
+                lines.append(N_("In your code: {details}.").format(details="; ".join(details)))
+            lines.append(N_("Fix: the same as for {exercise} above.").format(exercise=earlier[mistake]))
+            return "\n".join(lines)
+        said = (N_("In your code: {details}. {explanation}").format(details="; ".join(details), explanation=explanation)
+                if details else explanation)
+        return "\n".join([N_("Root cause: {title} [{id}].").format(**named), said, N_("Fix: {hint}").format(hint=hint)])
     if not merged and len(extra) == 1:
         upstream = re.search(r"fix (\w+) first$", extra[0])   # this exercise calls a wrong one above
-        head = (f"what {upstream.group(1)} returns: this exercise calls it" if upstream else
-                "not one of the course's common mistakes")
-        return f"Root cause: {head}.\nIn your code: {extra[0]}."
+        head = (N_("Root cause: what {name} returns: this exercise calls it.").format(name=upstream.group(1))
+                if upstream else N_("Root cause: not one of the course's common mistakes."))
+        return head + "\n" + N_("In your code: {details}.").format(details=extra[0])
     n = len(merged) + len(extra)
-    what = "mistakes" if not extra else "problems"
-    lines = [f"Root causes ({n} {what}, fix each):"]
+    lines = [(N_("Root causes ({n} mistakes, fix each):") if not extra else
+              N_("Root causes ({n} problems, fix each):")).format(n=n)]
     for i, (mistake, details) in enumerate(merged.items(), 1):
         explanation, hint = _text(mistake, lesson)
-        where = f" In your code: {'; '.join(details)}." if details else ""
+        named = dict(i=i, title=CATALOGUE[mistake].title, id=mistake, details="; ".join(details))
         if mistake in earlier:
-            lines.append(f"{i}. {CATALOGUE[mistake].title} [{mistake}], as in {earlier[mistake]} above.{where}")
-            lines.append(f"   Fix: the same as for {earlier[mistake]} above.")
+            lines.append((N_("{i}. {title} [{id}], as in {exercise} above. In your code: {details}.") if details else
+                          N_("{i}. {title} [{id}], as in {exercise} above.")).format(**named, exercise=earlier[mistake]))
+            lines.append("   " + N_("Fix: the same as for {exercise} above.").format(exercise=earlier[mistake]))
             continue
-        lines.append(f"{i}. {CATALOGUE[mistake].title} [{mistake}].{where} {explanation}")
-        lines.append(f"   Fix: {hint}")
+        lines.append((N_("{i}. {title} [{id}]. In your code: {details}. {explanation}") if details else
+                      N_("{i}. {title} [{id}]. {explanation}")).format(**named, explanation=explanation))
+        lines.append("   " + N_("Fix: {hint}").format(hint=hint))
     for i, d in enumerate(extra, len(merged) + 1):
-        lines.append(f"{i}. Not in the catalogue: {d}.")
+        lines.append(N_("{i}. Not in the catalogue: {details}.").format(i=i, details=d))
     return "\n".join(lines)
 
 
@@ -245,10 +263,11 @@ def summarise(tests: list[dict]) -> None:
                 if "_found" in t:
                     ids = list(dict.fromkeys(m for m, _ in t["_found"]))
                     labels = ids + [causes[len(order) + extra.index(d)] for d in t.get("_extra", [])]
-                    body = f"[{', '.join(labels)}] {t['_line']}"
+                    body = N_("[{labels}] {evidence}").format(labels=", ".join(labels), evidence=t["_line"])
                 else:
-                    body = (f"{t['output']}\n{MAY_FOLLOW}{' and '.join(causes)}; "
-                            f"fix {'them' if len(causes) > 1 else 'it'} first.)")
+                    body = t["output"] + "\n" + (N_("(This may follow from {causes}; fix them first.)") if len(causes) > 1
+                                                else N_("(This may follow from {causes}; fix it first.)")).format(
+                        causes=" and ".join(causes))
                 t["output"] = (head + "\n\n" + body) if first else body
                 first = False
         for t in entries:

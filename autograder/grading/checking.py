@@ -20,6 +20,7 @@ import pytest
 
 from autograder.diagnose import fingerprints
 from autograder.grading.compare import Fingerprints, Mismatch, Variant, as_numpy, constant, expect_array
+from autograder.i18n import N_
 from autograder.run.errors import StudentError
 from autograder.grading.parameters import (Params, expect_parameters, fingerprint_params, layout_deviations,  # noqa: F401
                                             linear_shapes, load_lenient, projections_unused, random_parameters)
@@ -53,10 +54,12 @@ def scale_variants(d_k: int, others=()) -> list[Variant]:
         found = []
     for name, size in others:
         if size == d_k * d_k and found:   # sqrt(size) == d_k: the shapes cannot tell these two apart
-            found[1] = Variant.of("wrong-scale", f"the scores are divided by d_k = sqrt({name}) = {d_k} (these "
-                                  f"shapes cannot tell which) instead of sqrt(d_k)", scale="dk")
+            found[1] = Variant.of("wrong-scale", N_("the scores are divided by d_k = sqrt({variable}) = {d_k} (these "
+                                                    "shapes cannot tell which) instead of sqrt(d_k)").format(
+                variable=name, d_k=d_k), scale="dk")
         elif size != d_k:
-            found.append(Variant.of("wrong-scale", f"the scores are divided by sqrt({name}) instead of sqrt(d_k)",
+            found.append(Variant.of("wrong-scale", N_("the scores are divided by sqrt({variable}) instead of sqrt(d_k)").format(
+                variable=name),
                                     scale="other", d_other=size))
     return found
 
@@ -68,8 +71,8 @@ ALWAYS_CAUSAL = Variant.of(None, "a causal mask is applied whatever mask is give
 def module_extras(out: str = "w_o", *, causal: bool = False) -> list[Variant]:
     """Deviations seen in published modules that the catalogue has no id for (fingerprints.torch_mha's
     `extra`): never named, and never a pass, but the catalogued mistakes beside them are named."""
-    return [Variant.of(None, f"there is a ReLU after every projection ({out} included), which the module must "
-                       "not have", extra="relu"),
+    return [Variant.of(None, N_("there is a ReLU after every projection ({out} included), which the module must "
+                                "not have").format(out=out), extra="relu"),
             Variant.of(None, "the module returns LayerNorm(output + query): the residual connection and the "
                        "LayerNorm belong to the Transformer block (lesson 07), not to the attention module",
                        extra="residual_ln")] + ([ALWAYS_CAUSAL] if causal else [])
@@ -105,8 +108,9 @@ def attention_mutants(attention, q, k, v, mask=None, *, which: str) -> Fingerpri
         Variant.of("softmax-global-max", "the softmax subtracts the maximum of all the scores, not each row's", stable="global"),
     ]
     if q.ndim > 2 or k.ndim > 2:
-        found.append(Variant.of("batched-transpose", f"`k.T` turns keys of shape {k.shape} into {k.T.shape} "
-                                "instead of swapping the last two axes", transpose="T"))
+        found.append(Variant.of("batched-transpose", N_("`k.T` turns keys of shape {shape} into {transposed} instead of "
+                                                        "swapping the last two axes").format(
+            shape=k.shape, transposed=k.T.shape), transpose="T"))
     return Fingerprints(run, found + mask_variants(mask))
 
 
@@ -140,8 +144,9 @@ def call_attention(fn, q, k, v, mask, *, call: str):
             except Exception as mine:   # the same error, word for word, as `q @ k.T`
                 if type(mine).__name__ == err.type and str(mine) == err.message:
                     raise Mismatch(f"{call} raised {err.type}: {err.message}", found=[(
-                        "batched-transpose", f"`k.T` turns keys of shape {k.shape} into {k.T.shape} instead of "
-                        "swapping the last two axes")]) from None
+                        "batched-transpose", N_("`k.T` turns keys of shape {shape} into {transposed} instead of "
+                                                "swapping the last two axes").format(shape=k.shape,
+                                                                                     transposed=k.T.shape))]) from None
         raise
 
 
@@ -331,8 +336,8 @@ def _same(a, b) -> bool:
         and bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=1e-6, atol=1e-7, equal_nan=True))
 
 
-NOTHING = ("; a check like this one gives points only to an answer that computes something (issue 23: doing "
-           "nothing earns nothing)")
+NOTHING = "; " + N_("a check like this one gives points only to an answer that computes something (issue 23: "
+                    "doing nothing earns nothing)")
 
 
 def expect_varies(got, *, call: str, what: str = "its values") -> None:
@@ -346,7 +351,8 @@ def expect_varies(got, *, call: str, what: str = "its values") -> None:
     if _constant(arr):
         value = arr.reshape(-1)[0]
         value = bool(value) if arr.dtype == np.bool_ else f"{float(value):g}"
-        raise Mismatch(f"{call} returned {value} everywhere ({what} are all the same){NOTHING}")
+        raise Mismatch(N_("{call} returned {value} everywhere ({what} are all the same)").format(
+            call=call, value=value, what=what) + NOTHING)
 
 
 def expect_computes(run, *, call: str, inputs: str = "the input", weights: str | None = "the weights") -> None:

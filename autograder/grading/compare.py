@@ -23,6 +23,7 @@ import numpy as np
 
 from autograder.grading import tolerances
 from autograder.diagnose.mistakes import describe
+from autograder.i18n import N_
 
 
 class Mismatch(AssertionError):
@@ -162,20 +163,27 @@ def where_different(got: np.ndarray, expected: np.ndarray, rtol: float, atol: fl
     bad_nan = np.isnan(got64) & ~np.isnan(exp64)
     if bad_nan.any():
         idx = tuple(int(i) for i in np.argwhere(bad_nan)[0])
-        return (f"{int(bad_nan.sum())} of {got.size} values {'is' if bad_nan.sum() == 1 else 'are'} NaN where the reference is not NaN "
-                f"(first at index {idx}, expected {_fmt(exp64[idx])})")
+        return (N_("{n} of {size} values is NaN where the reference is not NaN (first at index {index}, expected "
+                   "{expected})") if bad_nan.sum() == 1 else
+                N_("{n} of {size} values are NaN where the reference is not NaN (first at index {index}, expected "
+                   "{expected})")).format(n=int(bad_nan.sum()), size=got.size, index=idx, expected=_fmt(exp64[idx]))
     bad_inf = ~np.isfinite(got64) & np.isfinite(exp64)
     if bad_inf.any():
         idx = tuple(int(i) for i in np.argwhere(bad_inf)[0])
-        signs = {"-inf" if x < 0 else "inf" for x in got64[bad_inf]}     # which infinity, as NumPy prints it
-        return (f"{int(bad_inf.sum())} {'value is' if bad_inf.sum() == 1 else 'values are'} {' or '.join(sorted(signs))} "
-                f"where the reference is finite (first at index {idx}, expected {_fmt(exp64[idx])})")
+        which = " or ".join(sorted({"-inf" if x < 0 else "inf" for x in got64[bad_inf]}))   # as NumPy prints it
+        return (N_("{n} value is {which} where the reference is finite (first at index {index}, expected {expected})")
+                if bad_inf.sum() == 1 else
+                N_("{n} values are {which} where the reference is finite (first at index {index}, expected "
+                   "{expected})")).format(n=int(bad_inf.sum()), which=which, index=idx, expected=_fmt(exp64[idx]))
     with np.errstate(invalid="ignore"):   # equal infinities (an lse of -inf where it should be) differ by 0, not NaN
         err = np.abs(np.nan_to_num(np.where(got64 == exp64, 0.0, got64 - exp64), nan=np.inf))
     idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape)) if err.size else ()
     n_bad = int((err > atol + rtol * np.abs(np.nan_to_num(exp64))).sum())
-    return (f"{n_bad} of {got.size} values {'differs' if n_bad == 1 else 'differ'}; the largest error is {_fmt(err[idx])} at index {idx} "
-            f"(expected {_fmt(exp64[idx])}, got {_fmt(got64[idx])})")
+    return (N_("{n} of {size} values differs; the largest error is {error} at index {index} (expected {expected}, "
+               "got {got})") if n_bad == 1 else
+            N_("{n} of {size} values differ; the largest error is {error} at index {index} (expected {expected}, "
+               "got {got})")).format(n=n_bad, size=got.size, error=_fmt(err[idx]), index=idx,
+                                     expected=_fmt(exp64[idx]), got=_fmt(got64[idx]))
 
 
 def expect_array(got, expected, *, call: str, kind: str = "numpy",
@@ -230,8 +238,8 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
     if got_np.shape == exp_np.shape and got_np.size > 1 and constant(got_np) and not constant(exp_np):
         # every value the same (zeros, a constant): such an answer also equals any fingerprint that is
         # constant on these inputs, which is no evidence of that mistake: name nothing from it
-        raise Mismatch(f"{line}\nEvery value of the answer is {_fmt(got_np.reshape(-1)[0]) if got_np.dtype != bool else bool(got_np.reshape(-1)[0])}: "
-                       "it does not depend on the input.")
+        value = _fmt(got_np.reshape(-1)[0]) if got_np.dtype != bool else bool(got_np.reshape(-1)[0])
+        raise Mismatch(line + "\n" + N_("Every value of the answer is {value}: it does not depend on the input.").format(value=value))
 
     # 1. the whole answer is one mistake, or a combination of catalogued mistakes
     computed = []                      # (found, candidate): each mutant runs once per call
@@ -376,9 +384,11 @@ def _try(make):
 
 def _summary(call, got, expected, rtol, atol) -> str:
     if got.shape != expected.shape:
-        return f"{call} returned shape {tuple(got.shape)}; expected {tuple(expected.shape)}"
+        return N_("{call} returned shape {shape}; expected {expected}").format(call=call, shape=tuple(got.shape),
+                                                                              expected=tuple(expected.shape))
     # no verb agrees with `call`, which may be plural ("the weights from ...")
-    return f"{call}, compared with the reference: {where_different(got, expected, rtol, atol)}"
+    return N_("{call}, compared with the reference: {difference}").format(
+        call=call, difference=where_different(got, expected, rtol, atol))
 
 
 def _describe_value(v) -> str:

@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from autograder.course import COURSE
+from autograder.i18n import N_
 from autograder.grading.compare import Mismatch, as_numpy
 from autograder.run.errors import StudentError
 
@@ -42,11 +43,10 @@ def helpers(lesson: str, exercise: str) -> list[str]:
 
 def sentence(names: list[str], exercise: str) -> str:
     which = " and ".join(names)
-    verb = "is" if len(names) == 1 else "are"
-    return (f"{which} {verb} wrong (its own checks say how), so {exercise} was graded with the reference "
-            f"{which} in its place." if len(names) == 1 else
-            f"{which} {verb} wrong (their own checks say how), so {exercise} was graded with the reference "
-            f"{which} in their place.")
+    return (N_("{which} is wrong (its own checks say how), so {exercise} was graded with the reference "
+               "{which} in its place.") if len(names) == 1 else
+            N_("{which} are wrong (their own checks say how), so {exercise} was graded with the reference "
+               "{which} in their place.")).format(which=which, exercise=exercise)
 
 
 def _agrees(got, expected) -> bool:

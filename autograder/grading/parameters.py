@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.i18n import N_
 from autograder.grading.compare import Mismatch, Variant
 
 
@@ -41,8 +42,8 @@ def expect_parameters(module, shapes: dict, what: str, *, output: str | None = N
         found = [("wrong-shape", None)] if wrong and not missing else []
         if output is not None and all(n in missing for n in shapes if n.startswith(output + ".")) \
                 and set(have) <= set(shapes) and any(n.endswith(".weight") and n in have for n in shapes):
-            found.append(("missing-output-projection", f"the module has no {output} at all: the merged heads are "
-                          "returned as they are"))
+            found.append(("missing-output-projection", N_("the module has no {variable} at all: the merged heads are "
+                                                          "returned as they are").format(variable=output)))
         raise Mismatch(f"{what}: {'; '.join(problems)}. Its parameters are: "
                        f"{', '.join(f'{n} {tuple(s)}' for n, s in have.items()) or 'none'}", found=found)
 

@@ -25,6 +25,7 @@ import pytest
 from autograder.diagnose import root_cause
 from autograder.grading.compare import Mismatch
 from autograder.course import CHECKS
+from autograder.i18n import N_
 from autograder.grading.reference import load_reference
 from autograder.run.bounds import CHECK_OUTPUT, MESSAGE, clip
 from autograder.run.errors import SandboxBroken, StudentError, SubmissionFault
@@ -53,7 +54,7 @@ def explain_failure(exc: BaseException, exercise: str) -> tuple[str, str | None,
                     "(its docstring says the type and shape)."), None, False
         if exc.type in ("SystemExit", "KeyboardInterrupt"):
             return f"{exercise} raised {exc.type}. {describe('process-exit')}", "process-exit", False
-        text = f"{exercise} raised an exception:\n{exc.describe()}"
+        text = N_("{exercise} raised an exception:").format(exercise=exercise) + "\n" + exc.describe()
         if exc.type == "TypeError" and _called_wrongly(exc.message, exercise):
             return f"{text}\n{describe('wrong-signature')}", "wrong-signature", False
         return text, None, False

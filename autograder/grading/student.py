@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from autograder.course import COURSE
+from autograder.i18n import N_
 from autograder.run import wire
 from autograder.grading.compare import Mismatch, loaded_torch
 from autograder.run.executor import Executor
@@ -115,14 +116,16 @@ def _call(submission, target, label, args, kwargs):
                                    kwargs=_unwrap(dict(kwargs)), return_args=True)
     except StudentError as err:
         if err.type == "ValueError" and any(m in err.message for m in READ_ONLY_WRITE):
-            raise Mismatch(f"{label} changed its input in place: it writes into an argument it was given "
-                           f"({err.type}: {err.message})\n{err.traceback}".rstrip(), mistake="input-modified") from None
+            raise Mismatch((N_("{label} changed its input in place: it writes into an argument it was given ({error})")
+                            .format(label=label, error=f"{err.type}: {err.message}") + f"\n{err.traceback}").rstrip(),
+                           mistake="input-modified") from None
         raise
     changed = [f"argument {i + 1}" for i, (a, b) in enumerate(zip(args, reply["args"])) if not _same(a, b)]
     changed += [f"argument {k}=" for k in kwargs if not _same(kwargs[k], reply["kwargs"].get(k))]
     if changed:
-        found = Mismatch(f"{label} changed its input in place ({', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'} after the call)",
-                         mistake="input-modified")
+        found = Mismatch((N_("{label} changed its input in place ({arguments} differs after the call)") if len(changed) == 1
+                          else N_("{label} changed its input in place ({arguments} differ after the call)")).format(
+            label=label, arguments=", ".join(changed)), mistake="input-modified")
         pending = getattr(submission, "pending", None)
         if pending is None:
             raise found

@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 from autograder.course import COURSE
 from autograder.diagnose.mistakes import CATALOGUE
+from autograder.i18n import N_, gettext_, language, pgettext_
 from autograder.report.results import by_exercise, mistakes_of, reason, write_atomic
 
 REPORT_NAME = "class-report.html"
@@ -31,11 +32,11 @@ TOP_MISTAKES = 8   # bars per mistake chart
 FEEDBACK_FILES = ("feedback.md", "results.json")
 
 
-def write_class_report(out_dir: Path, results: dict[str, dict]) -> Path:
+def write_class_report(out_dir: Path, results: dict[str, dict], lang: str | None = None) -> Path:
     """Write OUT/class-report.html for {student: results object}, linking the feedback files
-    that classroom.grade_many wrote under OUT/students/."""
+    that classroom.grade_many wrote under OUT/students/. In `lang` (None: $AUTOGRADER_LANG, else English)."""
     path = Path(out_dir) / REPORT_NAME
-    write_atomic(path, class_report_html(results, Path(out_dir)))
+    write_atomic(path, class_report_html(results, Path(out_dir), lang))
     return path
 
 
@@ -44,19 +45,38 @@ def student_folder(out_dir: Path, student: str) -> Path:
     return Path(out_dir) / "students" / student
 
 
-def class_report_html(results: dict[str, dict], out_dir: Path) -> str:
+class _Words:
+    """The page's language: `t(message, **values)` a sentence (its values already escaped), `title(id)`
+    a mistake's title, `why(entry)` the reason an exercise lost points."""
+
+    def __init__(self, lang: str | None):
+        self.lang = language(lang)
+
+    def t(self, message: str, **values) -> str:
+        return gettext_(message, self.lang).format(**values)
+
+    def title(self, mistake: str) -> str:
+        return pgettext_("title", CATALOGUE[mistake].title, self.lang)
+
+    def why(self, entry: dict) -> str:
+        return reason(entry, self.lang or "en")
+
+
+def class_report_html(results: dict[str, dict], out_dir: Path, lang: str | None = None) -> str:
+    words = _Words(lang)
     exercises = _per_exercise(results)
     links = {s: _links(out_dir, student_folder(out_dir, s)) for s in results}
-    charts = _Charts()
-    body = [_summary(results, exercises, charts), _students_table(results, links)]
+    charts = _Charts(words)
+    body = [_summary(results, exercises, charts, words), _students_table(results, links, words)]
     current = None
     for (lesson, exercise), rows in exercises.items():
         if lesson != current:
             current = lesson
             title = COURSE[lesson].title if lesson in COURSE else ""
             body.append(f"<h2 id='{_anchor(lesson)}'>{_e(lesson)} <small>{_e(title)}</small></h2>")
-        body.append(_exercise_section(lesson, exercise, rows, links, charts))
-    return _PAGE.format(css=_CSS, body="\n".join(body), script=_SORTER, script_hash=_SORTER_HASH)
+        body.append(_exercise_section(lesson, exercise, rows, links, charts, words))
+    return _PAGE.format(css=_CSS, body="\n".join(body), script=_SORTER, script_hash=_SORTER_HASH,
+                        lang=(words.lang or "en").replace("_", "-"), title=words.t(N_("Class report")))
 
 
 def _per_exercise(results):
@@ -79,7 +99,7 @@ def not_started(entry: dict) -> bool:
         set(mistakes_of(t)) == {"not-implemented"} for t in entry["failed"])
 
 
-def _summary(results, exercises, charts) -> str:
+def _summary(results, exercises, charts, words) -> str:
     """At most one screen: totals, not started (apart), where those who tried lost most."""
     fractions = [r["score"] / r["max_score"] for r in results.values() if r.get("max_score")]
     totals = [r["score"] for r in results.values()]
@@ -87,51 +107,58 @@ def _summary(results, exercises, charts) -> str:
     idle = {key: [s for s, e in rows if not_started(e)] for key, rows in exercises.items()}
     worst = sorted((k for k in lost if lost[k] > 0), key=lambda k: (-lost[k], k))[:5]
     maxima = sorted({r["max_score"] for r in results.values()})
-    out = ["<section id='summary'><h1>Class report</h1>", "<ul class='summary'>",
-           f"<li><b>{len(results)}</b> student(s) graded on <b>{len(exercises)}</b> exercise(s)</li>"]
+    t = words.t
+    out = ["<section id='summary'><h1>" + t(N_("Class report")) + "</h1>", "<ul class='summary'>",
+           "<li>" + t(N_("<b>{students}</b> student(s) graded on <b>{exercises}</b> exercise(s)"),
+                      students=len(results), exercises=len(exercises)) + "</li>"]
     if totals:
         of = (f" / {_pts(maxima[0])}" if len(maxima) == 1
-              else " (the maximum differs: not every student handed in every lesson)")
-        out.append(f"<li>total score: mean <b>{_pts(statistics.mean(totals))}</b>, "
-                   f"median <b>{_pts(statistics.median(totals))}</b>{_e(of)}</li>")
+              else t(N_(" (the maximum differs: not every student handed in every lesson)")))
+        out.append("<li>" + t(N_("total score: mean <b>{mean}</b>, median <b>{median}</b>{of}"),
+                              mean=_pts(statistics.mean(totals)), median=_pts(statistics.median(totals)), of=_e(of))
+                   + "</li>")
     if fractions:
-        out.append(f"<li>as a share of each student's maximum: mean <b>{statistics.mean(fractions):.0%}</b>, "
-                   f"median <b>{statistics.median(fractions):.0%}</b></li>")
+        out.append("<li>" + t(N_("as a share of each student's maximum: mean <b>{mean}</b>, median <b>{median}</b>"),
+                              mean=f"{statistics.mean(fractions):.0%}", median=f"{statistics.median(fractions):.0%}")
+                   + "</li>")
     out.append("</ul>")
-    out.append(_not_started_line(idle, exercises))
+    out.append(_not_started_line(idle, exercises, words))
     if worst:
         items = "".join(f"<li><a href='#{_anchor(*k)}'>{_e(k[0])} / {_e(k[1])}</a>: "
-                        f"{_pts(lost[k])} points lost in all</li>" for k in worst)
+                        + t(N_("{points} points lost in all"), points=_pts(lost[k])) + "</li>" for k in worst)
         top = sorted((k for k in lost if lost[k] > 0), key=lambda k: (-lost[k], k))[:12]
-        out.append("<div class='side'><div><h3>Where the class lost most points</h3>"
-                   f"<p class='note'>by students who started the exercise</p><ol>{items}</ol></div>"
+        out.append("<div class='side'><div><h3>" + t(N_("Where the class lost most points")) + "</h3>"
+                   "<p class='note'>" + t(N_("by students who started the exercise")) + f"</p><ol>{items}</ol></div>"
                    + charts.lost([f"{k[0][:2]} {k[1]}" for k in top], [lost[k] for k in top]) + "</div>")
     else:
-        out.append("<p>No exercise lost any points" + (" apart from those not started." if any(idle.values()) else ".")
-                   + "</p>")
+        out.append("<p>" + (t(N_("No exercise lost any points apart from those not started.")) if any(idle.values())
+                            else t(N_("No exercise lost any points."))) + "</p>")
     out.append("</section>")
     return "\n".join(out)
 
 
-def _not_started_line(idle, exercises) -> str:
+def _not_started_line(idle, exercises, words) -> str:
     """Exercises not started, apart from the mistakes: how many students, per exercise."""
     counts = {k: len(v) for k, v in idle.items() if v}
     if not counts:
-        return "<p id='not-started'>Every student started every exercise they handed in.</p>"
+        return "<p id='not-started'>" + words.t(N_("Every student started every exercise they handed in.")) + "</p>"
     students = len({s for names in idle.values() for s in names})
     items = ", ".join(f"{_e(k[0][:2])} <code>{_e(k[1])}</code> {n}/{len(exercises[k])}"
                       for k, n in sorted(counts.items(), key=lambda kv: -kv[1])[:12])
-    more = f" and {len(counts) - 12} more" if len(counts) > 12 else ""
-    return (f"<p id='not-started'><b>Not started</b> (not a mistake, and left out of the points lost below): "
-            f"{students} student(s), {sum(counts.values())} exercise(s) in all: {items}{more}.</p>")
+    more = words.t(N_(" and {n} more"), n=len(counts) - 12) if len(counts) > 12 else ""
+    return ("<p id='not-started'>" + words.t(
+        N_("<b>Not started</b> (not a mistake, and left out of the points lost below): "
+           "{students} student(s), {exercises} exercise(s) in all: {items}{more}."),
+        students=students, exercises=sum(counts.values()), items=items, more=more) + "</p>")
 
 
-def _students_table(results, links) -> str:
+def _students_table(results, links, words) -> str:
     """One row per student, in name order; a click on a header sorts by that column."""
+    t = words.t
     lessons = [lid for lid in COURSE if any(lid == k[0] for r in results.values() for k in by_exercise(r))]
-    head = ("<tr><th>student</th><th>score</th><th>share</th>"
+    head = ("<tr>" + _headers(t(N_("student")), t(N_("score")), t(N_("share")))
             + "".join(f"<th title='{_e(lid)}'>{_e(lid[:2])}</th>" for lid in lessons)
-            + "<th>not started</th><th>feedback</th></tr>")
+            + _headers(t(N_("not started")), t(N_("feedback"))) + "</tr>")
     rows = []
     for student in sorted(results, key=lambda s: (s.lower(), s)):
         result, entries = results[student], by_exercise(results[student])
@@ -148,20 +175,28 @@ def _students_table(results, links) -> str:
                 cells.append("<td data-v='-1'>-</td>")
         idle = sum(1 for e in entries.values() if not_started(e))
         cells.append(f"<td data-v='{idle}'>{idle or ''}</td>")
-        feedback = " ".join(f"<a href='{_e(href)}'>{_e(name)}</a>" for name, href in links[student]) or "none written"
+        feedback = (" ".join(f"<a href='{_e(href)}'>{_e(name)}</a>" for name, href in links[student])
+                    or t(N_("none written")))
         cells.append(f"<td>{feedback}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return (f"<section id='students'><h2>Students <small>{len(results)}, one row each; click a header to sort</small></h2>"
+    return ("<section id='students'><h2>" + t(N_("Students <small>{n}, one row each; click a header to sort</small>"),
+                                              n=len(results)) + "</h2>"
             f"<table class='sortable'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table></section>")
 
 
-def _exercise_section(lesson, exercise, rows, links, charts) -> str:
+def _headers(*names: str) -> str:
+    return "".join(f"<th>{name}</th>" for name in names)
+
+
+def _exercise_section(lesson, exercise, rows, links, charts, words) -> str:
+    t = words.t
     maximum = max(e["max"] for _, e in rows)
     scores = [e["score"] for _, e in rows]
     full = sum(1 for _, e in rows if e["score"] >= e["max"])
     out = [f"<section id='{_anchor(lesson, exercise)}'><h3>{_e(exercise)}</h3><div class='pair'><div>",
-           f"<p>{len(rows)} student(s) graded, out of {_pts(maximum)} point(s): "
-           f"mean {_pts(statistics.mean(scores))}, median {_pts(statistics.median(scores))}; {full} with full marks.</p>"]
+           "<p>" + t(N_("{n} student(s) graded, out of {maximum} point(s): mean {mean}, median {median}; "
+                        "{full} with full marks."), n=len(rows), maximum=_pts(maximum),
+                     mean=_pts(statistics.mean(scores)), median=_pts(statistics.median(scores)), full=full) + "</p>"]
     counts: dict[str, int] = {}
     started = [(s, e) for s, e in rows if not not_started(e)]
     for _, entry in started:   # each student counts once per mistake
@@ -170,29 +205,29 @@ def _exercise_section(lesson, exercise, rows, links, charts) -> str:
     top = sorted(counts, key=lambda m: (-counts[m], m))[:TOP_MISTAKES]
     chart = charts.exercise(exercise, scores, maximum, top, [counts[m] for m in top])   # beside the text
     if top:
-        items = "".join(f"<li><code>{_e(m)}</code>: {counts[m]} student(s)"
-                        + (f" ({_e(CATALOGUE[m].title)})" if m in CATALOGUE else "") + "</li>" for m in top)
-        out.append(f"<p>Most frequent named mistakes:</p><ul>{items}</ul>")
+        items = "".join(f"<li><code>{_e(m)}</code>: " + t(N_("{n} student(s)"), n=counts[m])
+                        + (f" ({_e(words.title(m))})" if m in CATALOGUE else "") + "</li>" for m in top)
+        out.append("<p>" + t(N_("Most frequent named mistakes:")) + f"</p><ul>{items}</ul>")
     elif any(e["failed"] for _, e in started):
-        out.append("<p>No failed check matched a catalogued mistake.</p>")
+        out.append("<p>" + t(N_("No failed check matched a catalogued mistake.")) + "</p>")
     idle = [s for s, e in rows if not_started(e)]
     if idle:
-        out.append(f"<p class='idle'>Not started: {len(idle)} student(s) ({', '.join(_e(s) for s in idle[:WORST])}"
-                   + (", ..." if len(idle) > WORST else "") + ").</p>")
+        out.append("<p class='idle'>" + t(N_("Not started: {n} student(s) ({names})."), n=len(idle), names=", ".join(
+            _e(s) for s in idle[:WORST]) + (", ..." if len(idle) > WORST else "")) + "</p>")
     out.append(f"</div>{chart}</div>")
     losers = sorted((r for r in started if r[1]["score"] < r[1]["max"]),
                     key=lambda r: (r[1]["score"] - r[1]["max"], r[0]))[:WORST]
     if losers:
-        out.append("<table><thead><tr><th>student</th><th>score</th><th>why</th><th>feedback</th></tr></thead>"
-                   "<tbody>")
+        out.append("<table><thead><tr>" + _headers(t(N_("student")), t(N_("score")), t(N_("why")), t(N_("feedback")))
+                   + "</tr></thead><tbody>")
         for student, entry in losers:
             feedback = (" ".join(f"<a href='{_e(href)}'>{_e(name)}</a>" for name, href in links[student])
-                        or "none written")
+                        or t(N_("none written")))
             out.append(f"<tr><td>{_e(student)}</td><td>{_pts(entry['score'])} / {_pts(entry['max'])}</td>"
-                       f"<td>{_e(reason(entry))}</td><td>{feedback}</td></tr>")
+                       f"<td>{_e(words.why(entry))}</td><td>{feedback}</td></tr>")
         out.append("</tbody></table>")
     elif not idle:
-        out.append("<p>Every student graded on this exercise got full marks.</p>")
+        out.append("<p>" + t(N_("Every student graded on this exercise got full marks.")) + "</p>")
     out.append("</section>")
     return "\n".join(out)
 
@@ -211,7 +246,8 @@ class _Charts:
     """Small SVG charts as <img> tags with data URIs, drawn on Agg canvases (no pyplot, no global
     backend). Fixed margins and title positions: layout passes would double the time."""
 
-    def __init__(self):
+    def __init__(self, words):
+        self.t = t = words.t
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
         from matplotlib.ticker import MaxNLocator
@@ -220,9 +256,9 @@ class _Charts:
         self.axes = hist, bars = self.pair.subplots(1, 2)
         # the axes are kept from one exercise to the next (only their bars and texts change): building
         # axes and ticks anew is a third of the time
-        hist.set_ylabel("students")
+        hist.set_ylabel(t(N_("students")))
         hist.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
-        bars.set_xlabel("students")
+        bars.set_xlabel(t(N_("students")))
         bars.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
         self.single = Figure(dpi=80)
         for figure in (self.pair, self.single):
@@ -231,17 +267,18 @@ class _Charts:
     def exercise(self, exercise, scores, maximum, mistakes, counts) -> str:
         """The score distribution and, beside it, the named mistakes (one image: faster than two)."""
         hist, bars = self.axes
+        t = self.t
         for artist in [*hist.patches, *bars.patches, *bars.texts]:
             artist.remove()
-        self._histogram(hist, scores, maximum)
-        hist.set_title("score distribution", fontsize=10, y=1.02)   # the exercise is the heading above
+        self._histogram(hist, scores, maximum, t)
+        hist.set_title(t(N_("score distribution")), fontsize=10, y=1.02)   # the exercise is the heading above
         bars.set_axis_on() if mistakes else bars.set_axis_off()
         if mistakes:
             self._barh(bars, mistakes, counts)
         else:
-            bars.text(0.5, 0.5, "no named mistakes", ha="center", va="center", transform=bars.transAxes)
-        bars.set_title("named mistakes (students who started)", fontsize=10, y=1.02)
-        return self._img(self.pair, f"{exercise}: score distribution and named mistakes")
+            bars.text(0.5, 0.5, t(N_("no named mistakes")), ha="center", va="center", transform=bars.transAxes)
+        bars.set_title(t(N_("named mistakes (students who started)")), fontsize=10, y=1.02)
+        return self._img(self.pair, t(N_("{exercise}: score distribution and named mistakes"), exercise=exercise))
 
     def lost(self, labels, values) -> str:
         from matplotlib.ticker import MaxNLocator
@@ -251,12 +288,12 @@ class _Charts:
         ax = self.single.subplots()
         ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
         self._barh(ax, labels, values)
-        ax.set_xlabel("points lost by students who started")
-        ax.set_title("points lost by exercise", fontsize=10, y=1.02)
-        return self._img(self.single, "points lost by exercise")
+        ax.set_xlabel(self.t(N_("points lost by students who started")))
+        ax.set_title(self.t(N_("points lost by exercise")), fontsize=10, y=1.02)
+        return self._img(self.single, self.t(N_("points lost by exercise")))
 
     @staticmethod
-    def _histogram(ax, scores, maximum):
+    def _histogram(ax, scores, maximum, t):
         values = sorted(set(scores))
         ticks = sorted({0, maximum, *values})
         span = maximum or 1
@@ -270,7 +307,7 @@ class _Charts:
         ax.set_xticks(ticks, labels=[_pts(v) for v in ticks])
         ax.set_xlim(-span / 10, maximum + span / 10)
         ax.set_ylim(0, max(heights) * 1.05)
-        ax.set_xlabel(f"points (of {_pts(maximum)})")
+        ax.set_xlabel(t(N_("points (of {maximum})"), maximum=_pts(maximum)))
 
     @staticmethod
     def _barh(ax, labels, values):
@@ -288,7 +325,12 @@ class _Charts:
         <img>, never inline, so nothing in it can script the page."""
         import matplotlib
         buf = io.BytesIO()
-        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "class-report"}):
+        import warnings
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "class-report"}), \
+                warnings.catch_warnings():
+            # the SVG keeps its text as text, drawn by the browser's fonts: the Agg font's missing CJK
+            # glyphs only make its measures approximate
+            warnings.filterwarnings("ignore", message="Glyph .* missing from font")
             figure.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
         data = base64.b64encode(buf.getvalue()).decode("ascii")
         return f"<img alt='{_e(alt)}' src='data:image/svg+xml;base64,{data}'>"
@@ -330,10 +372,10 @@ _SORTER = """document.querySelectorAll('table.sortable th').forEach((th, i) => t
 _SORTER_HASH = base64.b64encode(hashlib.sha256(_SORTER.encode()).digest()).decode()
 
 _PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
+<html lang="{lang}"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Class report</title><style>{css}</style></head>
+<title>{title}</title><style>{css}</style></head>
 <body>
 {body}
 <script>{script}</script>

@@ -1,21 +1,18 @@
 """Report: the terminal summary and the files (results.json, feedback) of a grading run."""
 from __future__ import annotations
 
-import json
-import os
 import re
-import tempfile
-from pathlib import Path
 
 from autograder.course import COURSE
-from autograder.run.bounds import CHECK_OUTPUT, clip
+from autograder.i18n import N_, gettext_, language, localize
+from autograder.report.files import (RESULTS_BYTES, bounded, localized, write_atomic, write_json,  # noqa: F401 (re-exported)
+                                     write_results)
+from autograder.run.bounds import clip
 
 # The final guard on what one student's reports can weigh, whatever got past the cuts where the
 # child's texts enter the grader (run/bounds.py). An honest student's results.json is ~12 KB, its
 # feedback ~4 KB, its terminal lines ~1 KB a lesson; each limit is far above that and far below 1 MB.
-RESULTS_BYTES = 400_000    # results.json as JSON (feedback.md says each output about twice)
-FEEDBACK_BYTES = 900_000
-NOTES = 20_000             # characters of notes about the files
+FEEDBACK_BYTES = 900_000   # feedback.md (results.json's bounds: files.py)
 TERMINAL_LINE = 1000       # characters of one line of the terminal summary
 TERMINAL_EXERCISE = 8000   # characters of the lines under one exercise in the terminal
 
@@ -51,30 +48,38 @@ def mistakes_of(test: dict) -> list[str]:
     return [t[8:] for t in test.get("tags", []) if t.startswith("mistake:")]
 
 
-def reason(entry: dict) -> str:
-    """One short line: why the exercise lost points (--brief, the class report)."""
+def reason(entry: dict, lang: str | None = None) -> str:
+    """One short line: why the exercise lost points (--brief, the class report), in `lang`."""
+    return localize(_reason(entry), language(lang))
+
+
+def _reason(entry: dict) -> str:
     if not entry["failed"]:
-        return "all checks passed"
+        return N_("all checks passed")
     from autograder.diagnose.mistakes import CATALOGUE
     from autograder.diagnose.root_cause import NOT_STARTED, split_summary
     if _not_started(entry["failed"], entry["failed"]):
         return NOT_STARTED
-    more = f" ({len(entry['failed'])} failed checks)" if len(entry["failed"]) > 1 else ""
+    many = len(entry["failed"]) > 1
     head = next((h for h in (split_summary(t.get("output", ""))[0] for t in entry["failed"]) if h), None)
     if head:
         first = head.splitlines()[0]
         if not first.endswith(":"):            # one root cause: its own line
-            return first + more
+            return N_("{line} ({n} failed checks)").format(line=first, n=len(entry["failed"])) if many else first
         ids = list(dict.fromkeys(m for t in entry["failed"] for m in mistakes_of(t) if m in CATALOGUE))
-        return "Root causes: " + "; ".join(f"{CATALOGUE[m].title} [{m}]" for m in ids) + "." + more
+        causes = N_("Root causes: {causes}.").format(
+            causes="; ".join(N_("{title} [{id}]").format(title=CATALOGUE[m].title, id=m) for m in ids))
+        return N_("{line} ({n} failed checks)").format(line=causes, n=len(entry["failed"])) if many else causes
     first = entry["failed"][0]
     mistake = mistake_of(first)
-    line = _one_line(first.get("output", "")) or "failed"
+    line = _one_line(first.get("output", "")) or N_("failed")
     if len(line) > 110:
         line = line[:107] + "..."
-    tag = f"[{mistake}] " if mistake else ""
-    more = f" (+{len(entry['failed']) - 1} more failed checks)" if len(entry["failed"]) > 1 else ""
-    return f"{tag}{line}{more}"
+    if mistake:
+        line = N_("[{labels}] {evidence}").format(labels=mistake, evidence=line)
+    if len(entry["failed"]) > 1:
+        line = N_("{line} (+{n} more failed checks)").format(line=line, n=len(entry["failed"]) - 1)
+    return line
 
 
 def _not_started(tests: list[dict], failed: list[dict]) -> bool:
@@ -99,9 +104,11 @@ def _one_line(evidence: str) -> str:
             place = lines[i].strip().split(", in ")[0]
             code = lines[i + 1].strip() if i + 1 < len(lines) and not re.match(
                 r"\s+cell .*, line \d+", lines[i + 1]) else ""
-            line += f" (at {place}" + (f": `{code}`" if code else "") + ")"
+            line = (N_("{evidence} (at {place}: `{code}`)") if code else N_("{evidence} (at {place})")).format(
+                evidence=line, place=place, code=code)
     elif len(lines) > 1:
-        line += f" (+{len(lines) - 1} more; --verbose shows {'it' if len(lines) == 2 else 'them'})"
+        line = (N_("{evidence} (+{n} more; --verbose shows it)") if len(lines) == 2 else
+                N_("{evidence} (+{n} more; --verbose shows them)")).format(evidence=line, n=len(lines) - 1)
     return line
 
 
@@ -109,10 +116,13 @@ def _pts(x: float) -> str:
     return f"{x:g}"
 
 
-def summary(results: dict, title: str | None = None, *, detail: bool = False, verbose: bool = False) -> str:
+def summary(results: dict, title: str | None = None, *, detail: bool = False, verbose: bool = False,
+            lang: str | None = None) -> str:
     """Per exercise, points and a short reason. With `detail`, an exercise that lost points is
     followed by the rest of what its self-check cell shows (the root cause said once, its fix,
-    one line per failed check); with `verbose`, by every check and everything it saw."""
+    one line per failed check); with `verbose`, by every check and everything it saw. In `lang`
+    (i18n.py) when given (None: $AUTOGRADER_LANG, else English)."""
+    lang = language(lang)
     lines = []
     if title:
         lines.append(title)
@@ -129,31 +139,34 @@ def summary(results: dict, title: str | None = None, *, detail: bool = False, ve
                 score = sum(e["score"] for (l, _), e in entries.items() if l == lesson)
                 total = sum(e["max"] for (l, _), e in entries.items() if l == lesson)
                 names = ", ".join(e for (l, e) in entries if l == lesson)
-                lines.append(f"  {lesson:<34} {_pts(score):>2}/{_pts(total):<4} {NOT_STARTED} in {names}")
+                idle = localize(N_("{what} in {names}").format(what=NOT_STARTED, names=names), lang)
+                lines.append(f"  {lesson:<34} {_pts(score):>2}/{_pts(total):<4} {idle}")
             continue
         if lesson != current:
             current = lesson
             lines.append(f"  {lesson}")
-        head, body = (exercise_report(_tests_of(results, lesson, exercise), verbose=verbose)
-                      if detail or verbose else (reason(entry), []))
+        head, body = (exercise_report(_tests_of(results, lesson, exercise), verbose=verbose, lang=lang)
+                      if detail or verbose else (reason(entry, lang), []))
         lines.append(clip(f"    {exercise:<30} {_pts(entry['score']):>4}/{_pts(entry['max']):<4} {head}",
                           TERMINAL_LINE))
         if body:
-            lines.extend(_terminal_block(["        " + ln if ln else "" for ln in body]))
+            lines.extend(_terminal_block(["        " + ln if ln else "" for ln in body], lang))
             lines.append("")
     for note in results.get("output", "").splitlines():
-        lines.append(clip(f"  note: {note}", TERMINAL_LINE))
-    lines.append(f"  total {_pts(results['score'])}/{_pts(results['max_score'])}")
+        lines.append(clip("  " + gettext_(N_("note: {note}"), lang).format(note=localize(note, lang)), TERMINAL_LINE))
+    lines.append("  " + gettext_(N_("total {score}/{max}"), lang).format(score=_pts(results["score"]),
+                                                                       max=_pts(results["max_score"])))
     return "\n".join(lines)
 
 
-def _terminal_block(lines: list[str]) -> list[str]:
+def _terminal_block(lines: list[str], lang: str | None = None) -> list[str]:
     """An exercise's lines for the terminal: each cut to TERMINAL_LINE, and all of them to about
     TERMINAL_EXERCISE characters (what a check saw can be long; the feedback file has it)."""
     out, size = [], 0
     for i, line in enumerate(lines):
         if size > TERMINAL_EXERCISE:
-            out.append(f"        ... {len(lines) - i} more lines (the feedback file has them)")
+            out.append("        " + gettext_(N_("... {n} more lines (the feedback file has them)"), lang).format(
+                n=len(lines) - i))
             break
         out.append(clip(line, TERMINAL_LINE))
         size += len(out[-1])
@@ -169,13 +182,14 @@ def _short_name(test: dict) -> str:
     return test["name"].split(": ", 1)[-1]
 
 
-def exercise_report(tests: list[dict], *, verbose: bool = False) -> tuple[str, list[str]]:
+def exercise_report(tests: list[dict], *, verbose: bool = False, lang: str | None = None) -> tuple[str, list[str]]:
     """(one line, the lines after it) for one exercise's checks: what the terminal, the
     self-check cell and feedback.md show. Nothing is said twice: the root cause and its fix once,
     then one line per failed check (name: what it saw), checks that saw the same thing merged.
-    `verbose`: every check, passed ones too, and all that each saw."""
+    `verbose`: every check, passed ones too, and all that each saw. In `lang` when given."""
     head, cause, checks = _exercise_parts(tests, verbose)
-    return head, cause + checks
+    lang = language(lang)
+    return localize(head, lang), [localize(line, lang) for line in cause + checks]
 
 
 def passed_notes(tests: list[dict]) -> list[str]:
@@ -190,9 +204,9 @@ def _exercise_parts(tests: list[dict], verbose: bool) -> tuple[str, list[str], l
     from autograder.diagnose.root_cause import NOT_STARTED, own_part, split_summary
     failed = [t for t in tests if t["status"] != "passed"]
     if not failed:
-        return "all checks passed", passed_notes(tests), []
+        return N_("all checks passed"), passed_notes(tests), []
     if _not_started(tests, failed):
-        return NOT_STARTED, [], ([f"FAILED  {_short_name(t)}" for t in tests] if verbose else [])
+        return NOT_STARTED, [], ([N_("FAILED  {check}").format(check=_short_name(t)) for t in tests] if verbose else [])
     block = next((h for h in (split_summary(t["output"])[0] for t in failed) if h), None)
     parts = [(t, *own_part(t["output"])) for t in failed] if block else \
             [(t, None, t["output"], False) for t in failed]
@@ -203,12 +217,15 @@ def _exercise_parts(tests: list[dict], verbose: bool) -> tuple[str, list[str], l
 
     def check_lines(key, group) -> list[str]:
         _, labels, evidence = key
-        tag = f" [{', '.join(labels)}]" if labels and len(causes) > 1 else ""
+        tagged = labels and len(causes) > 1
         if verbose:
-            return [f"FAILED  {_short_name(t)}{tag}" for t in group] + \
+            return [(N_("FAILED  {check} [{labels}]") if tagged else N_("FAILED  {check}")).format(
+                        check=_short_name(t), labels=", ".join(labels)) for t in group] + \
                    ["        " + ln for ln in evidence.splitlines()]
-        names = f"all {len(group)} checks" if len(group) == len(tests) > 1 else "; ".join(map(_short_name, group))
-        return [f"FAILED  {names}{tag}: {_one_line(evidence)}"]
+        names = (N_("all {n} checks").format(n=len(group)) if len(group) == len(tests) > 1
+                 else "; ".join(map(_short_name, group)))
+        return [(N_("FAILED  {checks} [{labels}]: {evidence}") if tagged else N_("FAILED  {checks}: {evidence}")).format(
+            checks=names, labels=", ".join(labels), evidence=_one_line(evidence))]
 
     cause: list[str] = []
     if block:
@@ -217,32 +234,38 @@ def _exercise_parts(tests: list[dict], verbose: bool) -> tuple[str, list[str], l
         (key, group), = groups.items()        # every check failed the same way: say it once
         return _one_line(key[2]), [], []
     else:
-        head = f"{len(failed)} of {len(tests)} checks failed"
+        head = N_("{failed} of {total} checks failed").format(failed=len(failed), total=len(tests))
     lines: list[str] = []
     ordered = sorted(groups.items(), key=lambda kv: kv[0][0])        # explained ones first
     for i, (key, group) in enumerate(ordered):
         if key[0] and (i == 0 or not ordered[i - 1][0][0]):
             many = len(causes) > 1
-            lines.append(f"Also failing, maybe because of the mistake{'s' if many else ''} above "
-                         f"(fix {'them' if many else 'it'} first):")
+            lines.append(N_("Also failing, maybe because of the mistakes above (fix them first):") if many else
+                         N_("Also failing, maybe because of the mistake above (fix it first):"))
         lines.extend(check_lines(key, group))
     if verbose:
-        lines.extend(f"passed  {_short_name(t)}" for t in tests if t["status"] == "passed")
+        lines.extend(N_("passed  {check}").format(check=_short_name(t)) for t in tests if t["status"] == "passed")
     return head, cause, lines
 
 
-def feedback_markdown(student: str, results: dict) -> str:
+def feedback_markdown(student: str, results: dict, lang: str | None = None) -> str:
     """A page a student can read: per exercise, points and the same text as the self-check (the
     root cause and its fix once, one line per failed check); every check in full at the end.
 
     Every text a student can influence (the folder name, notes about their files, a check's output
     with their exception messages) is escaped: outside code blocks each ASCII punctuation character
     is backslash-escaped (no markup, no raw HTML), and a code block's fence is longer than any run
-    of backticks inside it, so no line of the text can close it."""
-    lines = [f"# Feedback for {markdown_text(student)}", "",
-             f"**Score: {_pts(results['score'])} / {_pts(results['max_score'])}**", ""]
+    of backticks inside it, so no line of the text can close it. In `lang` when given (i18n.py)."""
+    lang = language(lang)
+
+    def tr(message: str) -> str:
+        return gettext_(message, lang)
+    lines = ["# " + tr(N_("Feedback for {student}")).format(student=markdown_text(student)), "",
+             "**" + tr(N_("Score: {score} / {max}")).format(score=_pts(results['score']),
+                                                         max=_pts(results['max_score'])) + "**", ""]
     if results.get("output"):
-        lines += ["Notes about your files:", ""] + [f"- {markdown_text(n)}" for n in results["output"].splitlines()] + [""]
+        lines += [tr(N_("Notes about your files:")), ""] + [
+            f"- {markdown_text(localize(n, lang))}" for n in results["output"].splitlines()] + [""]
     from autograder.diagnose.root_cause import NOT_STARTED
     current, full = None, []
     for (lesson, exercise), entry in by_exercise(results).items():
@@ -251,32 +274,34 @@ def feedback_markdown(student: str, results: dict) -> str:
             lines += ([""] if lines[-1] else []) + [f"## {markdown_text(lesson)}", ""]
         tests = _tests_of(results, lesson, exercise)
         points = f"**{markdown_text(exercise)}**: {_pts(entry['score'])} / {_pts(entry['max'])}"
-        head, body = exercise_report(tests)
-        if not entry["failed"] or head == NOT_STARTED:
-            lines.append(f"- {points}, {markdown_text(head)}.")
+        head, body = exercise_report(tests, lang=lang)
+        if not entry["failed"] or head == localize(NOT_STARTED, lang):
+            lines.append("- " + tr(N_("{points}, {head}.")).format(points=points, head=markdown_text(head)))
             continue
         lines += [f"- {points}", ""] + [f"  {ln}" for ln in code_block("\n".join([head, *body])).splitlines()] + [""]
         full.append((lesson, exercise, tests))
     page = "\n".join(lines).rstrip("\n") + "\n"
     if full:
-        appendix = ["", "## Every check in full", ""]
+        appendix = ["", "## " + tr(N_("Every check in full")), ""]
         for lesson, exercise, tests in full:
             _, _, checks = _exercise_parts(tests, verbose=True)    # the root cause is said above
+            checks = [localize(line, lang) for line in checks]
             appendix += [f"### {markdown_text(lesson)}: {markdown_text(exercise)}", "", code_block("\n".join(checks)), ""]
         whole = page + "\n".join(appendix).rstrip("\n") + "\n"
         page = whole if len(whole.encode()) <= FEEDBACK_BYTES else page + (
-            "\n## Every check in full\n\nNot shown: it is longer than the grader writes here. "
-            "results.json holds what each check saw.\n")
-    return _cut_page(page)
+            "\n## " + tr(N_("Every check in full")) + "\n\n" +
+            tr(N_("Not shown: it is longer than the grader writes here. results.json holds what each check saw.")) + "\n")
+    return _cut_page(page, lang)
 
 
-def _cut_page(page: str) -> str:
+def _cut_page(page: str, lang: str | None = None) -> str:
     """The final guard on feedback.md: a page over FEEDBACK_BYTES ends where it is cut, and says so
     (results.json is bounded, so an honest page never comes near)."""
     if len(page.encode()) <= FEEDBACK_BYTES:
         return page
     head = page.encode()[:FEEDBACK_BYTES - 1000].decode("utf-8", "ignore")
-    return head + "\n\n(This page was cut here: it is longer than the grader writes. results.json holds the rest.)\n"
+    return head + "\n\n" + gettext_(N_("(This page was cut here: it is longer than the grader writes. results.json "
+                                       "holds the rest.)"), lang) + "\n"
 
 
 _MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
@@ -312,64 +337,26 @@ def terminal_safe(text: str) -> str:
     return str(text).translate(_CONTROL)
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write a file so that it is either the old one or the whole new one, never half."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json(path: Path, data) -> None:
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
-def write_results(path: Path, result: dict) -> None:
-    """One student's results.json, within RESULTS_BYTES whatever it holds (bounded)."""
-    write_json(path, bounded(result))
-
-
-def bounded(answer: dict) -> dict:
-    """`answer` (a results object) with each check's output and the notes cut so that the whole
-    object, as JSON, weighs under RESULTS_BYTES: the cuts halve until it does (a non-ASCII character
-    costs up to 12 bytes of JSON). Cuts from the texts as they came, so a second call changes
-    nothing more."""
-    tests = [t for t in answer.get("tests", []) if isinstance(t, dict)]
-    outputs = [str(t.get("output", "")) for t in tests]
-    notes = str(answer["output"]) if "output" in answer else None
-    limit, notes_limit = CHECK_OUTPUT, NOTES
-    while True:
-        for test, text in zip(tests, outputs):
-            test["output"] = clip(text, limit)
-        if notes is not None:
-            answer["output"] = clip(notes, notes_limit)
-        if limit < 100 or len(json.dumps(answer, indent=2)) <= RESULTS_BYTES:
-            return answer
-        limit, notes_limit = limit // 2, notes_limit // 2
-
-
-def verdict(exercise: str, tests: list[dict], *, verbose: bool = False) -> str:
+def verdict(exercise: str, tests: list[dict], *, verbose: bool = False, lang: str | None = None) -> str:
     """What a self-check cell prints: the points and, when some were lost, the same text as the
-    terminal (exercise_report)."""
+    terminal (exercise_report). In `lang` when given."""
+    lang = language(lang)
     score = sum(t["score"] for t in tests)
     total = sum(t["max_score"] for t in tests)
     if not tests:
-        return f"{exercise}: no checks found for this exercise"
+        return gettext_(N_("{exercise}: no checks found for this exercise"), lang).format(exercise=exercise)
     if score == total:
-        notes = "".join(f"\n  {n}" for n in passed_notes(tests))
+        notes = "".join(f"\n  {localize(n, lang)}" for n in passed_notes(tests))
         if len(tests) == 1:  # "all 1 checks" is not English
-            return f"{exercise}: passed all checks (1 of 1; {score:g}/{total:g} points).{notes}"
-        return f"{exercise}: passed all {len(tests)} checks ({score:g}/{total:g} points).{notes}"
-    head, body = exercise_report(tests, verbose=verbose)
-    lines = [f"{exercise}: {score:g}/{total:g} points. {head[:1].upper()}{head[1:]}"]
+            return gettext_(N_("{exercise}: passed all checks (1 of 1; {score}/{total} points)."), lang).format(
+                exercise=exercise, score=f"{score:g}", total=f"{total:g}") + notes
+        return gettext_(N_("{exercise}: passed all {n} checks ({score}/{total} points)."), lang).format(
+            exercise=exercise, n=len(tests), score=f"{score:g}", total=f"{total:g}") + notes
+    head, body = exercise_report(tests, verbose=verbose, lang=lang)
+    if not lang:
+        head = f"{head[:1].upper()}{head[1:]}"
+    lines = [gettext_(N_("{exercise}: {score}/{total} points. {head}"), lang).format(
+        exercise=exercise, score=f"{score:g}", total=f"{total:g}", head=head)]
     lines.extend("  " + line for line in body)
     return "\n".join(lines)
 

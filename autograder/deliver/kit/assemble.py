@@ -139,4 +139,6 @@ def package_files(lessons: list[str]) -> dict[str, bytes]:
         else:
             text = (PACKAGE / rel).read_text(encoding="utf-8")
         files[f"autograder/{rel}"] = text.encode()
+    for mo in sorted((PACKAGE / "locale").rglob("*.mo")):   # the feedback's languages (i18n.py), read by gettext
+        files[f"autograder/{mo.relative_to(PACKAGE).as_posix()}"] = mo.read_bytes()
     return files
