@@ -158,7 +158,10 @@ def read(lesson_id: str, lang: str):
     if not path.exists():
         return None
     with open(path, "rb") as f:
-        return read_po(f, locale=lang, domain=lesson_id)
+        catalog = read_po(f, locale=lang, domain=lesson_id)
+    for message in catalog:     # Babel reads a "#| msgid" line as a comment "| msgid": not ours to keep
+        message.user_comments = [c for c in message.user_comments if not c.startswith("|")]
+    return catalog
 
 
 def write(catalog, path: Path) -> None:
@@ -166,8 +169,10 @@ def write(catalog, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".po.tmp")
     with open(tmp, "wb") as f:
-        # no wrapping: a cell's lines stay lines, so a diff of a catalog reads like a diff of the prose
-        write_po(f, catalog, width=0, omit_header=False, sort_output=False, include_previous=True)
+        # no wrapping: a cell's lines stay lines, so a diff of a catalog reads like a diff of the prose.
+        # No "#| msgid" lines: Babel 2.19 wraps them without quotes (a file polib and msgfmt refuse) and
+        # reads them back as comments; a fuzzy entry's old English is in the catalog's git history.
+        write_po(f, catalog, width=0, omit_header=False, sort_output=False, include_previous=False)
     tmp.replace(path)
 
 

@@ -164,17 +164,15 @@ def where_different(got: np.ndarray, expected: np.ndarray, rtol: float, atol: fl
     if bad_nan.any():
         idx = tuple(int(i) for i in np.argwhere(bad_nan)[0])
         return (N_("{n} of {size} values is NaN where the reference is not NaN (first at index {index}, expected "
-                   "{expected})") if bad_nan.sum() == 1 else
-                N_("{n} of {size} values are NaN where the reference is not NaN (first at index {index}, expected "
-                   "{expected})")).format(n=int(bad_nan.sum()), size=got.size, index=idx, expected=_fmt(exp64[idx]))
+                   "{expected})") if bad_nan.sum() == 1 else N_("{n} of {size} values are NaN where the reference is "
+                "not NaN (first at index {index}, expected {expected})")).format(n=int(bad_nan.sum()), size=got.size, index=idx, expected=_fmt(exp64[idx]))
     bad_inf = ~np.isfinite(got64) & np.isfinite(exp64)
     if bad_inf.any():
         idx = tuple(int(i) for i in np.argwhere(bad_inf)[0])
         which = " or ".join(sorted({"-inf" if x < 0 else "inf" for x in got64[bad_inf]}))   # as NumPy prints it
         return (N_("{n} value is {which} where the reference is finite (first at index {index}, expected {expected})")
-                if bad_inf.sum() == 1 else
-                N_("{n} values are {which} where the reference is finite (first at index {index}, expected "
-                   "{expected})")).format(n=int(bad_inf.sum()), which=which, index=idx, expected=_fmt(exp64[idx]))
+                if bad_inf.sum() == 1 else N_("{n} values are {which} where the reference is finite (first at index "
+                "{index}, expected {expected})")).format(n=int(bad_inf.sum()), which=which, index=idx, expected=_fmt(exp64[idx]))
     with np.errstate(invalid="ignore"):   # equal infinities (an lse of -inf where it should be) differ by 0, not NaN
         err = np.abs(np.nan_to_num(np.where(got64 == exp64, 0.0, got64 - exp64), nan=np.inf))
     idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape)) if err.size else ()
