@@ -1,6 +1,7 @@
 """Checks for lesson 02: causal and padding masks, and attention that honours them (NumPy)."""
 import numpy as np
 
+from autograder.i18n import N_
 from autograder.diagnose import fingerprints
 from autograder.grading.checking import (MASK_MISTAKES, causal_pattern, padding_pattern, Mismatch, all_of, call_attention, describe_shape, exercise,
                                         expect_array, expect_attention, expect_varies)
@@ -11,9 +12,9 @@ LESSON = "02_masking"
 
 def causal_mutants(causal_mask, n):
     return [("causal-off-by-one", lambda: fingerprints.causal(causal_mask, n, offset=-1),
-             "the mask blocks the diagonal: a token cannot attend to itself"),
+             N_("the mask blocks the diagonal: a token cannot attend to itself")),
             ("causal-off-by-one", lambda: fingerprints.causal(causal_mask, n, offset=1),
-             "the mask lets key i + 1 through: one step of the future leaks"),
+             N_("the mask lets key i + 1 through: one step of the future leaks")),
             ("causal-transposed", lambda: fingerprints.causal(causal_mask, n, upper=True)),
             ("mask-inverted", lambda: ~fingerprints.causal(causal_mask, n))][:4 if n > 1 else 3]
     # n = 1: inverted = diagonal blocked
