@@ -18,6 +18,7 @@ Files (in the kit's autograder/records/): `index.json` (digest -> answer, arrays
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import hashlib
 import json
@@ -172,8 +173,17 @@ class Tape:
 
     def __init__(self, folder: Path = RECORDS):
         self.folder = folder
-        self.entries = json.loads((folder / "index.json").read_text(encoding="utf-8"))["answers"]
+        index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
+        self.entries = index["answers"]
+        self._calls, self._decoded = index.get("calls", {}), {}
         self._npz = None
+
+    def calls(self, lesson: str, name: str) -> list:
+        """[(args, kwargs, answer)]: the calls of helper `name` recorded at release (see call_answer)."""
+        key = (lesson, name)
+        if key not in self._decoded:
+            self._decoded[key] = [decode(form, self.array) for form in self._calls.get(lesson, {}).get(name, [])]
+        return self._decoded[key]
 
     def array(self, number: int) -> np.ndarray:
         if self._npz is None:
@@ -243,6 +253,10 @@ class Replay:
     def __init__(self, scope: str):
         self._scope = scope
 
+    def answer_call(self, name: str, args: list, kwargs: dict):
+        """A helper's answer for a stand-in (grading/independence.py, reference_answer)."""
+        return call_answer(self._scope.split(":", 1)[-1], name, args, kwargs)
+
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
@@ -251,6 +265,34 @@ class Replay:
         if kind == "value":
             return value
         return _Call(digest("call", self._scope, name), f"{self._scope}.{name}")
+
+
+def _close(a, b) -> bool:
+    """Arguments equal to float32 rounding (a correct exercise computes them in its own order)."""
+    if hasattr(a, "detach"):
+        a = a.detach().numpy()
+    if hasattr(b, "detach"):
+        b = b.detach().numpy()
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+            return bool(np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True))
+        return bool(np.array_equal(a, b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def call_answer(lesson: str, name: str, args: list, kwargs: dict):
+    """The reference's answer to a helper call a stand-in asks about (grading/independence.py), if the
+    same call (to float32 rounding) was recorded at release; else NotRecorded."""
+    for given, keywords, answer in tape().calls(lesson, name):
+        if _close(list(given), list(args)) and _close(dict(keywords), dict(kwargs)):
+            return copy.deepcopy(answer)
+    raise NotRecorded(f"{name}(...): this call is not in the recorded self-check data")
 
 
 def load_reference(lesson_id: str) -> Replay:
