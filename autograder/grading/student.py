@@ -45,8 +45,8 @@ class LocalSubmission:
         """Put the stand-ins in place (requests "substitute"); whether every one is."""
         return all([self.request("substitute", **args) for args in stand_ins])
 
-    def unsubstitute(self) -> None:
-        self.request("restore")
+    def unsubstitute(self) -> dict:
+        return self.request("restore")
 
     def _ask(self, question):
         """A stand-in's question (run/substitute.py, Asks), answered as the sandbox answers it: the
@@ -165,12 +165,13 @@ class Student:
         """Bind names in the student's notebook namespace (hidden inputs in place of a setup cell's)."""
         self._submission.request("assign", values=values)
 
-    def _substituted(self, target: str, tables: dict, answerer=None):
+    def _substituted(self, target: str, tables: dict, answerer=None, report: dict | None = None):
         """A context in which the student's `target` calls, in place of each of their functions named in
         `tables`, a stand-in (run/substitute.py): with `answerer`, one that asks it about every call
         (answerer(question) -> {"value": the reference's answer} or {}); else one that answers from
         its table (Answers). The grader's answers as data, never the reference's code. Entering it
-        gives whether every stand-in is in place."""
+        gives whether every stand-in is in place; on leaving, `report` gets per name what its stand-in
+        did ({"answered", "misses", "asked"}: run/substitute.py, op_restore)."""
         import contextlib
 
         @contextlib.contextmanager
@@ -183,7 +184,9 @@ class Student:
                 yield submission.substitute(stand_ins)
             finally:
                 submission.answerer = None
-                submission.unsubstitute()
+                back = submission.unsubstitute()
+                if report is not None and isinstance(back, dict):
+                    report.update(back)
         return scope()
 
     def _note(self, sentence: str) -> None:

@@ -165,10 +165,12 @@ class Submission:
             return self.child is not None and self._stand_ins_in(self.child)
         return self._stand_ins_in(self.child)
 
-    def unsubstitute(self) -> None:
+    def unsubstitute(self) -> dict:
+        """Take the stand-ins back: what they did (op_restore), from the notebook's child."""
         self.stand_ins = []
         if self.child is not None and self.child.alive and self.executed == self.target:
-            self.request("restore")
+            return self.request("restore")
+        return {}
 
     def _allowance(self, seconds: float) -> float:
         if self.budget.left <= 0:

@@ -29,7 +29,7 @@ class Answers:
 
     def __init__(self, table, fallback):
         self.table, self.fallback = table, fallback
-        self.misses = 0
+        self.misses, self.answered = 0, 0
 
     def _bound(self, args, kwargs):
         try:
@@ -47,6 +47,7 @@ class Answers:
             for entry in self.table:
                 found = self._answer(entry, call)
                 if found is not None:
+                    self.answered += 1
                     return found
         self.misses += 1
         return self.fallback(*args, **kwargs)
@@ -208,11 +209,12 @@ class SubstitutionOps:
 
     def op_restore(self):
         """Put back every function op_substitute replaced; for each name, {"misses": calls its table
-        did not hold, "asked": calls it asked the grader about}."""
+        did not hold, "answered": calls it did, "asked": calls it asked the grader about}."""
         report = {}
         while self.substituted:
             scope, name, before = self.substituted.pop()
             answers = scope.get(name)
-            report[name] = {"misses": getattr(answers, "misses", 0), "asked": getattr(answers, "asked", 0)}
+            report[name] = {"misses": getattr(answers, "misses", 0), "asked": getattr(answers, "asked", 0),
+                            "answered": getattr(answers, "answered", 0)}
             scope[name] = before
         return report
