@@ -288,7 +288,7 @@ def _shapes(value) -> tuple:
     """What a call is filed under: its structure, with each array's shape and kind."""
     a = _numbers(value)
     if a is not None:
-        return ("a", a.shape, "f" if a.dtype.kind in "fc" else a.dtype.str)
+        return ("a", a.shape, a.dtype.str)
     if isinstance(value, (list, tuple)):
         return ("l",) + tuple(_shapes(v) for v in value)
     if isinstance(value, dict):

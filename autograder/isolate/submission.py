@@ -257,7 +257,7 @@ class Submission:
                 return {"outcome": "raised", "error": {"type": err.type, "message": err.message,
                                                        "traceback": err.traceback}}
             finally:
-                self.budget.spend(time.monotonic() - started)
+                self.budget.spend(time.monotonic() - started - child.credit)
         except SubmissionFault as fault:
             return {"outcome": "raised", "error": {"type": "TimeoutError" if fault.kind == "timeout" else "ProcessError",
                                                    "message": f"the call did not finish: {fault}", "traceback": ""}}
@@ -279,7 +279,7 @@ class Submission:
             return child.request("traced_call", self._allowance(seconds), on_ask=self.answerer, target=target,
                                  args=args, trace=not self.stand_ins)
         finally:
-            self.budget.spend(time.monotonic() - started)
+            self.budget.spend(time.monotonic() - started - child.credit)    # (the stand-ins' questions: ours)
             child.close()
 
     def source_digest(self) -> str:
