@@ -351,6 +351,12 @@ class Run:
                      f"with a prompt of shape {tuple(self.prompt.shape)}, vocabulary {self.vocab}, the model in "
                      f"{'training' if training else 'eval'} mode")
         self.kwargs, self.substituted, self.logits = kwargs, False, None
+        if sampled:      # asked here, whatever the checks ask later: the student kit then holds them for every run
+            try:
+                self.logits = fingerprints.decode_logits(self.generate, self.model, subjects.MODEL_NAME, self.prompt,
+                                                         self.new, seed=self.draw_seed, **self.options)    # (new, B, V)
+            except LookupError:
+                pass
         self.tokens, self.model_after, self.error = None, None, None
         self.run_generate()
 
@@ -376,9 +382,10 @@ class Run:
         the logits this generation meets (normalised as torch.multinomial reads them); else None."""
         if not self.options["temperature"] or reference is None:
             return None
-        logits = fingerprints.decode_logits(self.generate, self.model, subjects.MODEL_NAME, self.prompt, self.new,
-                                            seed=self.draw_seed, **self.options)          # (new, B, V)
-        self.logits = logits
+        if self.logits is None:
+            self.logits = fingerprints.decode_logits(self.generate, self.model, subjects.MODEL_NAME, self.prompt,
+                                                     self.new, seed=self.draw_seed, **self.options)   # (new, B, V)
+        logits = self.logits
         knobs = (self.options["temperature"], self.options["top_k"], self.options["top_p"])
         from autograder.grading.student import ExerciseUnavailable
         try:
