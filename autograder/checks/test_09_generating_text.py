@@ -368,6 +368,7 @@ class Run:
             try:
                 self.logits = fingerprints.decode_logits(self.generate, self.model, subjects.MODEL_NAME, self.prompt,
                                                          self.new, seed=self.draw_seed, **self.options)    # (new, B, V)
+                reference.next_token_probs(self.logits.double(), temperature, top_k, top_p)
             except LookupError:
                 pass
         self.tokens, self.model_after, self.error = None, None, None
