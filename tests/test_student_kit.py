@@ -634,3 +634,87 @@ def test_kit_runs_its_own_grader_beside_an_installed_course(tmp_path, monkeypatc
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.splitlines() == ["Self-checks: ../autograder (student kit 1.0.0)",
                                        str(out / "autograder" / "__init__.py")]
+
+
+# Issue 32: every exercise that calls another graded name of the lesson (found in the solution cells),
+# with that helper as the unchanged stub and as a wrong answer: (lesson, exercise, helper, wrong source)
+WRONG_HELPERS = {
+    ("01_scaled_dot_product_attention", "scaled_dot_product_attention", "softmax"):
+        "def softmax(x, axis=-1):\n    e = np.exp(x - np.max(x, axis=0, keepdims=True))\n"
+        "    return e / np.sum(e, axis=0, keepdims=True)\n",
+    ("04_worked_example", "published_errors", "worked_example"): None,    # the lesson's missing-scale (MISTAKES)
+    ("05_multi_head_attention", "MultiHeadAttention", "split_heads"):
+        "def split_heads(x, num_heads):\n    B, T, d = x.shape\n    return x.reshape(B, num_heads, T, d // num_heads)\n",
+    ("05_multi_head_attention", "MultiHeadAttention", "merge_heads"):
+        "def merge_heads(x):\n    B, h, T, d = x.shape\n    return x.reshape(B, T, h * d)\n",
+    ("08_fast_attention", "CausalSelfAttention", "repeat_kv"):
+        "def repeat_kv(x, n_rep):\n    return x.repeat(1, n_rep, 1, 1)\n",
+    ("09_generating_text", "generate", "next_token_probs"): None,      # drops the top-p threshold token (MISTAKES)
+    ("10_flash_attention", "flash_attention", "combine_attention"):
+        "def combine_attention(out1, lse1, out2, lse2):\n    return (out1 + out2) / 2, np.maximum(lse1, lse2)\n",
+}
+
+
+def helper_pairs() -> set[tuple[str, str, str]]:
+    """(lesson, exercise, helper): a solution cell that calls another graded name of its lesson."""
+    found = set()
+    for lid in LESSONS:
+        cells = solution_cells(lid)
+        for exercise, source in cells.items():
+            code = re.sub(r'""".*?"""', "", source, flags=re.S)
+            found |= {(lid, exercise, other) for other in COURSE[lid].exercises
+                      if other != exercise and re.search(rf"\b{other}\s*\(", code)}
+    return found
+
+
+def test_every_helper_pair_is_tested():
+    pairs = helper_pairs()
+    assert len(pairs) >= 7 and pairs == set(WRONG_HELPERS), pairs ^ set(WRONG_HELPERS)
+
+
+def _helper_cells(lid, exercise, helper, kind):
+    """The solution's cells, `helper` as the released stub or a wrong answer."""
+    if kind == "stub":
+        return {g: s for g, s in solution_cells(lid).items() if g != helper}
+    wrong = WRONG_HELPERS[(lid, exercise, helper)]
+    if wrong is None:
+        _, gid, old, new, _ = next(m for m in MISTAKES if m[0] == lid and m[1] == helper)
+        return mistaken(lid, gid, old, new)
+    return dict(solution_cells(lid), **{helper: wrong})
+
+
+def _notebook(lid, cells: dict, path: Path) -> Path:
+    nb = json.loads(COURSE[lid].released_path.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in cells:
+            cell["source"] = cells[gid]
+    path.mkdir(parents=True, exist_ok=True)
+    (path / f"{lid}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    return path / f"{lid}.ipynb"
+
+
+def test_each_helper_pair_gets_the_same_points_and_words_everywhere(kit_dir, tmp_path, grade):
+    """A correct exercise beside a stub or a wrong helper it calls: full marks and the one sentence
+    that says so, with the same words in the kit's self-check, the course's and `grade`'s."""
+    from autograder.grading.independence import sentence
+    from autograder.report.results import verdict
+    cases = [(lid, exercise, helper, kind) for lid, exercise, helper in sorted(WRONG_HELPERS) for kind in ("stub", "wrong")]
+    runs = [{"name": "/".join(c), "lesson": c[0], "cells": run_cells(c[0], _helper_cells(*c))} for c in cases]
+    kit_runs, course_runs = drive(kit_dir, runs, tmp_path)["runs"], drive(ROOT, runs, tmp_path)["runs"]
+    bad = []
+    for case in cases:
+        lid, exercise, helper, kind = case
+        name, full = "/".join(case), points(lid)[exercise]
+        said = sentence([helper], exercise)
+        kit_check = next(c for c in kit_runs[name] if c.get("exercise") == exercise)
+        course_check = next(c for c in course_runs[name] if c.get("exercise") == exercise)
+        result = grade({lid: _notebook(lid, _helper_cells(*case), tmp_path / name.replace("/", "-"))})
+        tests = [t for t in result["tests"] if f"exercise:{exercise}" in t["tags"] and f"lesson:{lid}" in t["tags"]]
+        graded = verdict(exercise, tests) + "\n"
+        got = {"kit": (kit_check["score"], kit_check["verdict"]), "course": (course_check["score"], course_check["verdict"]),
+               "grade": (sum(t["score"] for t in tests), graded)}
+        if any(score != full or text.count(said) != 1 for score, text in got.values()) \
+                or len({text for _, text in got.values()}) != 1:
+            bad.append((name, got))
+    assert not bad, bad

@@ -171,13 +171,21 @@ def test_concat(student, reference, secret_key):
 
 def errors_answer(student):
     """The student's one answer: published_errors() is called once per submission and every check
-    judges that same answer (a function that answers differently on each call gains nothing)."""
-    if getattr(student, "_published_errors", None) is None:
+    judges that same answer (a function that answers differently on each call gains nothing). Graded
+    again with the reference's worked_example in its place (grading/independence.py), it is asked
+    again in each check: that answer is the one the stand-in sees its calls for."""
+    if getattr(student._submission, "answerer", None) is not None:
         try:
-            student._published_errors = ("value", student.published_errors())
+            kind, got = "value", student.published_errors()
         except Exception as exc:
-            student._published_errors = ("raised", exc)
-    kind, got = student._published_errors
+            kind, got = "raised", exc
+    else:
+        if getattr(student, "_published_errors", None) is None:
+            try:
+                student._published_errors = ("value", student.published_errors())
+            except Exception as exc:
+                student._published_errors = ("raised", exc)
+        kind, got = student._published_errors
     if kind == "raised":
         raise got
     if isinstance(got, (list, tuple, frozenset)):

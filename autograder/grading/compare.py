@@ -252,6 +252,16 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
                 return
             raise Mismatch(line + "".join(f"\nAlso, {d}." for d in other), found=named, extra=other)
 
+    # 1b. the same in float16 arithmetic (a float16 table): one mistake to within float16's rounding
+    loose = tolerances.float16(exp_np)
+    if loose is not None and got_np.shape == exp_np.shape and not _close(got_np, exp_np, *loose):
+        for found, candidate in computed:     # (_close: False for another shape or no candidate)
+            if _close(got_np, candidate, *loose) and not _close(candidate, exp_np, *loose):
+                named, other = _split_found(found)
+                if about is not None and not other and not any(m in about for m, _ in named):
+                    return
+                raise Mismatch(line + "".join(f"\nAlso, {d}." for d in other), found=named, extra=other)
+
     # 2. fully blocked rows judged on their own, everything else on the other rows
     rows, extra = None, []
     if blocked is not None and got_np.shape == exp_np.shape:

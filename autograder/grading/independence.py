@@ -1,18 +1,21 @@
 """Each exercise earns its own points (issue 32): an exercise that calls another graded function of
 the student's, which is wrong, is graded with the reference's answers in that function's place.
 
-A check of such an exercise runs as it is first, with a stand-in (run/executor.py, Answers) that
-passes every call to the student's own helper and notes its arguments. Only when the check fails
-and the student's helper gives other answers than the reference on those very arguments is the
-check run again, the stand-in now answering from a table of the reference's answers (data computed
-here, in the grader: the reference's code never reaches the student's process). Calls the table
-does not hold go to the student's helper and are noted, and answered in the next round (an
-exercise's later calls depend on the earlier answers), for a bounded number of rounds. The check's
-line then says, in one sentence, which helper was replaced.
+A check of such an exercise runs as it is first. Only when it fails is it run again, once, with
+every helper behind a stand-in (run/substitute.py, Asks) that answers each call with the student's
+own helper and asks the grader about it: the arguments and that answer, as data. The grader
+computes the reference's answer to those very arguments here (`answerer`) and replies with it when
+the student's differs (or raised, or wrote into its arguments), else lets the student's stand. The
+reference's code never reaches the student's process, and no call needs a second run: a stub that
+raises NotImplementedError on every call is answered in the same pass. The check's line then says,
+in one sentence, which helper was replaced.
+
+The student kit holds no reference: there `Replay.answer_call` (grading/recorded.py) answers from
+the helper calls recorded at release (the reference's and the corpus's exercises on the public
+inputs), matched to float32 rounding; a call it does not hold keeps the student's answer.
 
 generate's next_token_probs has a stand-in of its own (checks/test_09_generating_text.py): a
-sampled generation's logits come from the grader's model, so its table is built before the first
-call, and the student kit can hold its answers.
+sampled generation's logits come from the grader's model, so its table is built before the call.
 """
 from __future__ import annotations
 
@@ -25,8 +28,8 @@ from autograder.i18n import N_
 from autograder.grading.compare import Mismatch, as_numpy
 from autograder.run.errors import StudentError
 
-ROUNDS = 12                     # rounds of answers (a helper that raises, a stub, lets one new call through per round)
-MAX_CALLS = 64                  # arguments the grader answers per helper and check (Answers notes no more)
+MAX_ASKS = 4096                 # questions answered per check run (Asks asks no more; isolate/sandbox.py neither)
+RECORDING: list | None = None   # at release (deliver/kit/record.py): every answer given, for the kit
 
 # lessons whose helper pairs are handled elsewhere (09) or are not calls (06: a test the student writes)
 _ELSEWHERE = {"06_debugging_projection_reuse", "09_generating_text"}
@@ -68,40 +71,48 @@ def _agrees(got, expected) -> bool:
     return bool(np.array_equal(a, b))
 
 
-def _answers(student, reference, name, calls, judge=True) -> tuple[list, bool]:
-    """(table entries with the reference's answers for `calls`, whether the student's own `name`
-    answered any of them otherwise). A helper that changes its input is wrong here, and that is
-    said by its own checks, not by this exercise's (the plugin's pending findings are off)."""
-    submission = student._submission
-    pending, submission.pending = getattr(submission, "pending", None), None
-    try:
-        return _judge(student, reference, name, calls, judge)
-    finally:
-        submission.pending = pending
+def reference_answer(reference, lesson: str, name: str, args: list, kwargs: dict):
+    """The reference's `name(*args, **kwargs)`: computed (the course), or recorded at release (the
+    kit's Replay)."""
+    recorded = getattr(type(reference), "answer_call", None)
+    expected = reference.answer_call(name, args, kwargs) if recorded else getattr(reference, name)(*args, **kwargs)
+    if RECORDING is not None:
+        RECORDING.append((lesson, name, args, kwargs, expected))
+    return expected
 
 
-def _judge(student, reference, name, calls, judge) -> tuple[list, bool]:
-    table, wrong = [], False
-    for args in calls[:MAX_CALLS]:
+def answerer(reference, lesson: str, names: list[str], wrong: list[str]):
+    """answer(question) for the stand-ins of `names` (run/substitute.py, Asks): {"value": the reference's
+    answer} when the student's helper answered these arguments otherwise (its name is added to
+    `wrong`), else {}. Arguments the reference refuses, or the kit holds no answer for, keep the
+    student's answer."""
+    asked = [0]
+
+    def answer(question: dict) -> dict:
+        name, args, kwargs = question.get("name"), question.get("args"), question.get("kwargs", {})
+        asked[0] += 1
+        if name not in names or not isinstance(args, list) or not isinstance(kwargs, dict) or asked[0] > MAX_ASKS:
+            return {}
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):   # the reference's, not the student's
                 warnings.simplefilter("ignore")
-                expected = getattr(reference, name)(*args)
-        except LookupError:          # the student kit holds no answer for these arguments
-            continue
-        except Exception:            # noqa: BLE001 - arguments the reference refuses: not ours to answer
-            continue
-        table.append({"args": list(args), "output": expected})
-        if judge and not wrong:
-            try:
-                wrong = not _agrees(getattr(student, name)(*args), expected)
-            except (StudentError, Mismatch):
-                wrong = True
-    return table, wrong
+                expected = reference_answer(reference, lesson, name, args, kwargs)
+        except Exception:      # noqa: BLE001 - arguments the reference refuses, or no recorded answer
+            return {}
+        if name in wrong or question.get("wrong"):     # judged wrong already: the reference's answer
+            if name not in wrong:                        # (said so by the stand-in: one of ours asked)
+                return {}
+            return {"value": expected}
+        if "answer" in question and not question.get("changed") and _agrees(question["answer"], expected):
+            return {}
+        if name not in wrong:
+            wrong.append(name)
+        return {"value": expected}
+    return answer
 
 
 def run_check(run, student, reference, lesson: str, exercise: str):
-    """Run the check `run()` (a thunk; it is called again for each round, with the same inputs),
+    """Run the check `run()` (a thunk; it is called again once, with the same inputs, if it fails),
     grading `exercise` with the reference's answers in place of its wrong helpers."""
     names = helpers(lesson, exercise)
     if not names or student is None or reference is None:
@@ -110,32 +121,14 @@ def run_check(run, student, reference, lesson: str, exercise: str):
         return run()
     except (Mismatch, StudentError) as err:
         first = err
-    # again, every helper behind a stand-in: its table is empty (the student's own answers, its
-    # calls noted) until the student's answers to those calls are found wrong
-    tables: dict = {n: [] for n in names}
+    # again, once, every helper behind a stand-in that asks the grader about each call
     wrong: list[str] = []
-    outcome = first
-    for _ in range(ROUNDS):
-        report: dict = {}
-        try:
-            with student._substituted(exercise, tables, report):
-                run()
-            outcome = None
-        except (Mismatch, StudentError) as err:
-            outcome = err
-        new = False
-        for name in names:
-            calls = (report.get(name) or {}).get("calls") or []
-            entries, is_wrong = _answers(student, reference, name, calls, judge=name not in wrong)
-            if is_wrong:
-                wrong.append(name)
-            if name in wrong:
-                fresh = [e for e in entries if not any(_agrees(e["args"], t["args"]) for t in tables[name])]
-                fresh = fresh[:max(0, MAX_CALLS - len(tables[name]))]
-                tables[name] += fresh
-                new |= bool(fresh)
-        if not new:
-            break
+    try:
+        with student._substituted(exercise, {n: None for n in names}, answerer(reference, lesson, names, wrong)):
+            run()
+        outcome = None
+    except (Mismatch, StudentError) as err:
+        outcome = err
     if not wrong:
         raise first
     student._note(sentence([n for n in names if n in wrong], exercise))

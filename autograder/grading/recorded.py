@@ -18,6 +18,7 @@ Files (in the kit's autograder/records/): `index.json` (digest -> answer, arrays
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import hashlib
 import json
@@ -172,8 +173,27 @@ class Tape:
 
     def __init__(self, folder: Path = RECORDS):
         self.folder = folder
-        self.entries = json.loads((folder / "index.json").read_text(encoding="utf-8"))["answers"]
+        index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
+        self.entries = index["answers"]
+        self._calls, self._decoded = index.get("calls", {}), {}
         self._npz = None
+
+    def calls(self, lesson: str, name: str, args: list, kwargs: dict) -> list:
+        """[(args, kwargs, answer)]: the calls of helper `name` recorded at release that may be this one
+        (same shapes, and a first number within float32 rounding of its: see call_answer)."""
+        import bisect
+        key = (lesson, name)
+        if key not in self._decoded:
+            index: dict = {}
+            for form in self._calls.get(lesson, {}).get(name, []):
+                call = decode(form, self.array)
+                index.setdefault(_shapes(call[:2]), []).append((_first(call[:2]) or 0.0, call))
+            self._decoded[key] = {k: sorted(v, key=lambda e: e[0]) for k, v in index.items()}
+        bucket = self._decoded[key].get(_shapes([args, kwargs]), [])
+        first = _first([args, kwargs]) or 0.0
+        lo = bisect.bisect_left(bucket, first - 1e-5 * (1 + abs(first)), key=lambda e: e[0])
+        hi = bisect.bisect_right(bucket, first + 1e-5 * (1 + abs(first)), key=lambda e: e[0])
+        return [call for _, call in bucket[lo:hi]]
 
     def array(self, number: int) -> np.ndarray:
         if self._npz is None:
@@ -243,6 +263,10 @@ class Replay:
     def __init__(self, scope: str):
         self._scope = scope
 
+    def answer_call(self, name: str, args: list, kwargs: dict):
+        """A helper's answer for a stand-in (grading/independence.py, reference_answer)."""
+        return call_answer(self._scope.split(":", 1)[-1], name, args, kwargs)
+
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
@@ -251,6 +275,63 @@ class Replay:
         if kind == "value":
             return value
         return _Call(digest("call", self._scope, name), f"{self._scope}.{name}")
+
+
+def _numbers(value):
+    """`value` as a NumPy array if it is an array or a tensor, else None."""
+    if hasattr(value, "detach"):
+        return value.detach().numpy()
+    return value if isinstance(value, np.ndarray) else None
+
+
+def _shapes(value) -> tuple:
+    """What a call is filed under: its structure, with each array's shape and kind."""
+    a = _numbers(value)
+    if a is not None:
+        return ("a", a.shape, a.dtype.str)
+    if isinstance(value, (list, tuple)):
+        return ("l",) + tuple(_shapes(v) for v in value)
+    if isinstance(value, dict):
+        return ("d",) + tuple((k, _shapes(v)) for k, v in sorted(value.items(), key=lambda kv: repr(kv[0])))
+    return ("v", repr(value)) if isinstance(value, (bool, int, str, type(None))) else ("v", type(value).__name__)
+
+
+def _first(value) -> float | None:
+    """The first finite number of the first float array in `value` that has one (None without)."""
+    a = _numbers(value)
+    if a is not None:
+        if a.dtype.kind != "f":
+            return None
+        finite = a.ravel()[np.isfinite(a.ravel())]
+        return float(finite[0]) if finite.size else None
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    return next((f for f in map(_first, items) if f is not None), None)
+
+
+def _close(a, b) -> bool:
+    """Arguments equal to float32 rounding (a correct exercise computes them in its own order)."""
+    a = _numbers(a) if _numbers(a) is not None else a
+    b = _numbers(b) if _numbers(b) is not None else b
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+            return bool(np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True))
+        return bool(np.array_equal(a, b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def call_answer(lesson: str, name: str, args: list, kwargs: dict):
+    """The reference's answer to a helper call a stand-in asks about (grading/independence.py), if the
+    same call (to float32 rounding) was recorded at release; else NotRecorded."""
+    for given, keywords, answer in tape().calls(lesson, name, list(args), dict(kwargs)):
+        if _close(list(given), list(args)) and _close(dict(keywords), dict(kwargs)):
+            return copy.deepcopy(answer)
+    raise NotRecorded(f"{name}(...): this call is not in the recorded self-check data")
 
 
 def load_reference(lesson_id: str) -> Replay:

@@ -39,6 +39,23 @@ class LocalSubmission:
         self.faults: dict = {}
         self.exercise = None
         self.sent = 0
+        self.answerer = None                  # a stand-in's questions, while a check runs again (independence.py)
+        self.executor.ask = self._ask
+
+    def substitute(self, stand_ins: list[dict]) -> bool:
+        """Put the stand-ins in place (requests "substitute"); whether every one is."""
+        return all([self.request("substitute", **args) for args in stand_ins])
+
+    def unsubstitute(self) -> dict:
+        return self.request("restore")
+
+    def _ask(self, question):
+        """A stand-in's question (run/substitute.py, Asks), answered as the sandbox answers it: the
+        question and the reply each through the wire, data only."""
+        if self.answerer is None:
+            return {}
+        question = wire.decode(wire.encode(question))
+        return wire.decode(wire.encode(self.answerer(question)))
 
     def begin_exercise(self, exercise: str):
         self.exercise = exercise
@@ -151,22 +168,26 @@ class Student:
         """Bind names in the student's notebook namespace (hidden inputs in place of a setup cell's)."""
         self._submission.request("assign", values=values)
 
-    def _substituted(self, target: str, tables: dict, report: dict | None = None):
+    def _substituted(self, target: str, tables: dict, answerer=None, report: dict | None = None):
         """A context in which the student's `target` calls, in place of each of their functions named in
-        `tables`, a stand-in that gives the reference's answers from its table (run/executor.py,
-        Answers): the grader's answers as data, never the reference's code. Entering it gives whether
-        every stand-in is in place; on leaving, `report` (a dict) gets, per name, what the stand-in
-        could not answer ({"misses", "calls"})."""
+        `tables`, a stand-in (run/substitute.py): with `answerer`, one that asks it about every call
+        (answerer(question) -> {"value": the reference's answer} or {}); else one that answers from
+        its table (Answers). The grader's answers as data, never the reference's code. Entering it
+        gives whether every stand-in is in place; on leaving, `report` gets per name what its stand-in
+        did ({"answered", "misses", "asked"}: run/substitute.py, op_restore)."""
         import contextlib
 
         @contextlib.contextmanager
         def scope():
-            done = [self._submission.request("substitute", target=["name", target], name=name, table=table)
-                    for name, table in tables.items()]
+            submission = self._submission
+            stand_ins = [dict(target=["name", target], name=name, table=table, ask=answerer is not None)
+                         for name, table in tables.items()]
+            submission.answerer = answerer
             try:
-                yield all(done)
+                yield submission.substitute(stand_ins)
             finally:
-                back = self._submission.request("restore") if any(done) else {}
+                submission.answerer = None
+                back = submission.unsubstitute()
                 if report is not None and isinstance(back, dict):
                     report.update(back)
         return scope()

@@ -18,6 +18,8 @@ still fail. Both bounds are set from those two facts:
 """
 from __future__ import annotations
 
+import numpy as np
+
 FLOAT64 = (1e-6, 1e-9)   # (rtol, atol)
 FLOAT32 = (1e-4, 1e-5)
 
@@ -32,3 +34,13 @@ def for_arrays(*arrays) -> tuple[float, float]:
         if name in ("float32", "float16", "bfloat16", "complex64"):
             return FLOAT32
     return FLOAT64
+
+
+def float16(expected) -> tuple[float, float] | None:
+    """(rtol, atol) of arithmetic done in float16 (an 11-bit significand: a few of its roundings,
+    ~5e-3 of the values' scale), for a float answer; None for others."""
+    if expected.dtype.kind != "f" or not expected.size:
+        return None
+    finite = np.abs(expected[np.isfinite(expected)])
+    scale = float(finite.max()) if finite.size else 0.0
+    return 5e-3, 5e-3 * max(scale, 1e-12)

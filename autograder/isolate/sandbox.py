@@ -53,19 +53,22 @@ class Child:
         self.sandbox, self.pid, self.sock, self.layers = sandbox, pid, sock, layers
         self.worker = sandbox._control           # the worker that forked it (a pid means nothing to another)
         self.alive = True
+        self.credit = 0.0      # seconds of the last request spent in its questions (not the student's)
 
-    def request(self, op: str, timeout: float, **args):
+    def request(self, op: str, timeout: float, on_ask=None, **args):
         """Send one request; return the decoded reply value or raise. The whole exchange must
-        finish within `timeout` seconds."""
+        finish within `timeout` seconds, and the time its questions took (frames.recv_reply: a
+        stand-in's, answered by `on_ask`) besides."""
         if not self.alive:
             raise SubmissionFault("crash", "the worker process had already stopped")
         deadline = time.monotonic() + max(timeout, 0.05)
+        self.credit = 0.0
         watch = Watch(op, args)   # a watched call's arguments: in memory the grader reads back itself
         try:
             try:
                 self.sock.settimeout(max(timeout, 0.05))
                 watch.send(self.sock)
-                reply_frame = frames.recv(self.sock, deadline)
+                reply_frame, self.credit = frames.recv_reply(self.sock, deadline, on_ask)
             except socket.timeout:
                 self.close()
                 raise SubmissionFault("timeout", "did not finish within the time limit") from None

@@ -59,6 +59,8 @@ class Submission:
         self.idle = idle_demos(program.cells)     # lesson demos whose results nothing graded reads
         self.sent = 0                             # requests sent: what a reply said holds until the next
         self._definitions: dict[int, list] = {}   # checkpoint -> definition_cells up to it (fresh_call)
+        self.stand_ins: list[dict] = []           # "substitute" requests in force (grading/independence.py)
+        self.answerer = None                      # answers their questions (Child.request's on_ask)
 
     def _timed(self, action):
         """Run `action` (start or end a child): the time it takes is the student's."""
@@ -136,7 +138,39 @@ class Submission:
                 restart = True   # run everything again without that cell, as if it were cut
                 break
             if not restart:
+                self._stand_ins_in(self.child)
                 return
+
+    def _stand_ins_in(self, child) -> bool:
+        """Put the stand-ins in force in `child` (a new one has none; in place already: no change)."""
+        done = True
+        for args in self.stand_ins:
+            started = time.monotonic()
+            try:
+                done &= bool(child.request("substitute", self._allowance(self.time_limit), **args))
+            except StudentError:
+                done = False
+            finally:
+                self.budget.spend(time.monotonic() - started)
+        return done
+
+    def substitute(self, stand_ins: list[dict]) -> bool:
+        """Stand-ins for helpers while an exercise is graded again (grading/independence.py): in the
+        notebook's child now, and in every child started for a call until unsubstitute()."""
+        self.stand_ins = list(stand_ins)
+        if self.exercise in self.faults:
+            return False
+        if self.child is None or not self.child.alive or self.executed != self.target:
+            self._run_until(self.target)   # the notebook up to the exercise, then the stand-ins
+            return self.child is not None and self._stand_ins_in(self.child)
+        return self._stand_ins_in(self.child)
+
+    def unsubstitute(self) -> dict:
+        """Take the stand-ins back: what they did (op_restore), from the notebook's child."""
+        self.stand_ins = []
+        if self.child is not None and self.child.alive and self.executed == self.target:
+            return self.request("restore")
+        return {}
 
     def _allowance(self, seconds: float) -> float:
         if self.budget.left <= 0:
@@ -162,13 +196,13 @@ class Submission:
         budget = self._remaining.get(exercise, self.time_limit)
         started = time.monotonic()
         try:
-            return self.child.request(op, self._allowance(budget), **args)
+            return self.child.request(op, self._allowance(budget), on_ask=getattr(self, "answerer", None), **args)
         except SubmissionFault as fault:
             self._close_child()   # SandboxBroken instead if the worker is gone: not the student's fault
             self.faults[exercise] = fault
             raise
         finally:
-            spent = time.monotonic() - started
+            spent = time.monotonic() - started - getattr(self.child, "credit", 0.0)
             self.budget.spend(spent)
             if exercise is not None:
                 self._remaining[exercise] = budget - spent
@@ -197,6 +231,7 @@ class Submission:
                     pass                        # as in the notebook's run: the next cells still run
                 finally:
                     self.budget.spend(time.monotonic() - started)
+            self._stand_ins_in(child)
         except BaseException:
             child.close()
             raise
@@ -216,13 +251,13 @@ class Submission:
             child = self._fresh_child()
             started = time.monotonic()
             try:
-                child.request("call", self._allowance(seconds), target=target, args=args)
+                child.request("call", self._allowance(seconds), on_ask=self.answerer, target=target, args=args)
                 return {"outcome": "returned"}
             except StudentError as err:
                 return {"outcome": "raised", "error": {"type": err.type, "message": err.message,
                                                        "traceback": err.traceback}}
             finally:
-                self.budget.spend(time.monotonic() - started)
+                self.budget.spend(time.monotonic() - started - child.credit)
         except SubmissionFault as fault:
             return {"outcome": "raised", "error": {"type": "TimeoutError" if fault.kind == "timeout" else "ProcessError",
                                                    "message": f"the call did not finish: {fault}", "traceback": ""}}
@@ -241,9 +276,10 @@ class Submission:
         started = time.monotonic()
         try:
             child.limit_memory(memory_bytes)
-            return child.request("traced_call", self._allowance(seconds), target=target, args=args)
+            return child.request("traced_call", self._allowance(seconds), on_ask=self.answerer, target=target,
+                                 args=args, trace=not self.stand_ins)
         finally:
-            self.budget.spend(time.monotonic() - started)
+            self.budget.spend(time.monotonic() - started - child.credit)    # (the stand-ins' questions: ours)
             child.close()
 
     def source_digest(self) -> str:

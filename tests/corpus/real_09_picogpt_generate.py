@@ -7,9 +7,9 @@
 #   argmax over the last position of each row, inputs.append -> torch.cat; tqdm dropped. Real behaviour kept:
 #   greedy whatever the temperature, the whole sequence fed at every step without a cache, no eval() or
 #   no_grad(), and only the generated ids returned (the prompt left out).
-# Also present and not named: the whole sequence fed at every step (cache-not-used): with every other mistake
-#   beside it no fingerprint reproduces these tokens (issue 32's report says so).
-# expect: wrong generate wrong-shape generate-train-mode generate-grad-enabled
+# Named since issue 32's third round: the whole sequence fed at every step (cache-not-used), by the cache check's
+#   greedy run, now judged even when its sampled run fails first (greedy whatever the temperature).
+# expect: wrong generate wrong-shape generate-train-mode generate-grad-enabled cache-not-used
 # %% generate
 def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
     inputs = prompt

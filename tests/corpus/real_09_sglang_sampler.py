@@ -9,9 +9,9 @@
 #   for temperature <= 0. Real behaviour kept: the caller's logits are divided and overwritten with the softmax
 #   in place; exactly k tokens kept from the sorted probabilities; the top-p totals taken before top-k zeroes
 #   the rest; the kept weights are not renormalised (multinomial does not need it).
-# Known gap (issue 32 report): exactly k kept (top-k-ties-dropped) is present but not named: with the
-#   probabilities of all tokens kept and no renormalisation beside it, it takes three fingerprints at once.
-# expect: wrong next_token_probs input-modified not-renormalised
+# Named since issue 32's third round: exactly k kept (top-k-ties-dropped), of the softmax over all tokens and
+#   not renormalised, is three fingerprints at once (probs_mutants combines three when top_k is given).
+# expect: wrong next_token_probs input-modified not-renormalised top-k-ties-dropped
 # %% next_token_probs
 def top_k_top_p_min_p_sampling_from_probs_torch(probs, top_ks, top_ps):
     probs_sort, probs_idx = probs.sort(dim=-1, descending=True)

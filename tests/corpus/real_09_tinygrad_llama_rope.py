@@ -7,9 +7,9 @@
 #   (tinygrad shrinks it to start_pos..start_pos+seqlen) and shaped (T, d/2, 2) for x of shape (..., T, d)
 #   instead of (1, T, 1, d/2, 2); one tensor x instead of xq and xk. Real behaviour kept: neighbouring features
 #   paired (GPT-J layout), the cos/sin table rounded to float16, the output in x's dtype after that product.
-# Known gap (issue 32 report): rope-interleaved is present but not named here; the float16 table puts every
-#   value ~1e-3 away from the interleaved fingerprint, beyond the float32 tolerance it is compared with.
-# expect: wrong apply_rope -
+# Named since issue 32's third round: the float16 table puts every value ~1e-3 away from the interleaved
+#   fingerprint, within float16's rounding of it (grading/tolerances.py, float16), not float32's.
+# expect: wrong apply_rope rope-interleaved
 # %% apply_rope
 def precompute_freqs_cis(dim, positions, theta=10000.0):
     freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[:(dim // 2)] / dim))

@@ -20,14 +20,71 @@ ZIP_DATE = (2024, 1, 1, 0, 0, 0)
 
 
 class _Tape:
+    MAX_CALLS, MAX_VALUES = 4000, 500_000      # helper calls kept per lesson and name; numbers per call
+
     def __init__(self):
         self.entries: dict[str, tuple[str, object]] = {}   # digest -> (kind, value)
+        # {lesson: {helper: {digest of the call: (args, kwargs, the reference's answer)}}}: what a stand-in
+        # asks while an exercise is graded on its own (grading/independence.py), answered in the kit
+        self.calls: dict[str, dict[str, dict]] = {}
+
+    def put_call(self, lesson: str, name: str, args, kwargs, answer) -> None:
+        found = self.calls.setdefault(lesson, {}).setdefault(name, {})
+        if len(found) >= self.MAX_CALLS or not _is_data([args, kwargs, answer]):
+            return
+        if sum(int(np.asarray(a).size) for a in _arrays([args, kwargs])) > self.MAX_VALUES:
+            return
+        found.setdefault(recorded.digest(list(args), dict(kwargs)), copy.deepcopy((list(args), dict(kwargs), answer)))
 
     def put(self, key: str, kind: str, value=None):
         old = self.entries.get(key)
         if old is not None and old[0] != kind:
             raise RuntimeError(f"the same question got two kinds of answer ({old[0]}, {kind}): not replayable")
         self.entries[key] = (kind, value)
+
+
+def _arrays(value):
+    """The arrays and tensors in `value` (lists, tuples, dicts of them)."""
+    if isinstance(value, (list, tuple)):
+        return [a for v in value for a in _arrays(v)]
+    if isinstance(value, dict):
+        return [a for v in value.values() for a in _arrays(v)]
+    return [value] if hasattr(value, "shape") else []
+
+
+def _helper_recorders(tape, lesson_id: str, ns: dict, submission):
+    """[(globals, name, function)] to put back: in the reference run, each helper an exercise of the lesson
+    calls (grading/independence.py, helpers) is wrapped in its exercise's globals, and each call it gets
+    while another exercise is graded is kept, with the reference's answer (the calls a correct exercise
+    makes, which the kit answers when the student's helper is wrong)."""
+    import functools
+    import inspect
+
+    from autograder.grading import independence
+    patched = []
+    for exercise in COURSE[lesson_id].exercises:
+        obj = ns.get(exercise)
+        scope = getattr(obj, "__globals__", None)
+        if scope is None and isinstance(obj, type):
+            scope = next((f.__globals__ for f in vars(obj).values() if hasattr(f, "__globals__")), None)
+        for name in independence.helpers(lesson_id, exercise):
+            if scope is None or not callable(scope.get(name)) or getattr(scope[name], "_recording", False):
+                continue
+            real = scope[name]
+            signature = inspect.signature(real)
+
+            def recording(*args, _real=real, _name=name, _signature=signature, **kwargs):
+                answer = _real(*args, **kwargs)
+                if submission.exercise != _name:
+                    bound = _signature.bind(*args, **kwargs)
+                    bound.apply_defaults()
+                    tape.put_call(lesson_id, _name, list(bound.args), dict(bound.kwargs), answer)
+                return answer
+            recording = functools.wraps(real)(recording)
+            recording._recording = True
+            patched.append((scope, name, real))
+            scope[name] = recording
+    return patched
 
 
 def _unwrap(x):
@@ -149,7 +206,7 @@ def _eager(expect_array):
     return eager_expect_array
 
 
-def _recording_plugin(tape, submissions, eager: bool = True):
+def _recording_plugin(tape, submissions, eager: bool = True, exercises=None):
     import pytest
 
     from autograder.grading import checking
@@ -166,7 +223,7 @@ def _recording_plugin(tape, submissions, eager: bool = True):
 
     class Recording(GradingPlugin):
         def __init__(self):
-            super().__init__(submissions, secret=None)     # the public inputs, whatever the course secret
+            super().__init__(submissions, exercises=exercises, secret=None)   # the public inputs, whatever the secret
             self.patched: list[tuple[object, str, object]] = []
 
         @pytest.fixture(scope="module")
@@ -223,31 +280,57 @@ def _namespaces(lesson_id: str, corpus: bool):
 
 def record(lessons: list[str], corpus: bool = True) -> _Tape:
     """Run the checks of `lessons` and keep every answer they asked for."""
-    import contextlib
-    import warnings
-
     from autograder.grading.compare import Fingerprints
-    from autograder.grading.plugin import run_checks
     from autograder.grading.student import LocalSubmission
+    from autograder.grading import independence
     tape = _Tape()
     recent = list(Fingerprints.recent)
+    independence.RECORDING = given = []
     try:
         for lesson_id in lessons:
             for label, ns in _namespaces(lesson_id, corpus):
                 # the reference run evaluates every fingerprint offered; a corpus entry records the path
                 # its own diagnosis takes (from the same starting state every time: deterministic)
                 Fingerprints.recent[:] = []
-                plugin = _recording_plugin(tape, {lesson_id: LocalSubmission(ns)}, eager=label == "reference")
-                try:
-                    with warnings.catch_warnings(), np.errstate(all="ignore"), \
-                            contextlib.redirect_stderr(io.StringIO()):
-                        warnings.simplefilter("ignore")
-                        run_checks(plugin, [lesson_id])
-                finally:
-                    plugin.restore()
+                _run(_recording_plugin(tape, {lesson_id: LocalSubmission(ns)}, eager=label == "reference"), lesson_id)
+                if label == "reference" and (calling := _calling(lesson_id)):
+                    # again, the exercises that call a helper alone, each helper call recorded: apart, since
+                    # the recordings it holds would count in a memory check's traced peak (lesson 10's)
+                    submission = LocalSubmission(ns)
+                    patched = _helper_recorders(tape, lesson_id, ns, submission)
+                    try:
+                        _run(_recording_plugin(tape, {lesson_id: submission}, eager=False,
+                                               exercises={lesson_id: calling}), lesson_id)
+                    finally:
+                        for scope, name, real in reversed(patched):
+                            scope[name] = real
+                # the answers the grader gave a corpus entry's stand-ins (its helper wrong)
+                for lesson, name, args, kwargs, answer in given:
+                    tape.put_call(lesson, name, args, kwargs, answer)
+                given.clear()
     finally:
         Fingerprints.recent[:] = recent
+        independence.RECORDING = None
     return tape
+
+
+def _calling(lesson_id: str) -> set[str]:
+    """The exercises of the lesson that may call another one (grading/independence.py, helpers)."""
+    from autograder.grading import independence
+    return {e for e in COURSE[lesson_id].exercises if independence.helpers(lesson_id, e)}
+
+
+def _run(plugin, lesson_id: str) -> None:
+    import contextlib
+    import warnings
+
+    from autograder.grading.plugin import run_checks
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            run_checks(plugin, [lesson_id])
+    finally:
+        plugin.restore()
 
 
 def tape_files(tape: _Tape) -> dict[str, bytes]:
@@ -263,7 +346,11 @@ def tape_files(tape: _Tape) -> dict[str, bytes]:
             answers[key] = {"raised": value}
         else:
             answers[key] = {"kind": kind}
-    index = json.dumps({"format": 1, "answers": answers}, sort_keys=True, separators=(",", ":")) + "\n"
+    calls = {lesson: {name: [recorded.encode(list(found[key]), arrays, seen) for key in sorted(found)]
+                      for name, found in sorted(names.items())}
+             for lesson, names in sorted(tape.calls.items())}
+    index = json.dumps({"format": 1, "answers": answers, "calls": calls}, sort_keys=True,
+                       separators=(",", ":")) + "\n"
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for i, a in enumerate(arrays):
