@@ -568,6 +568,7 @@ def test_no_recorded_value_equals_a_value_expected_under_a_secret(kit_dir, lesso
     assert checked > 0 and index["answers"]
 
 
+@pytest.mark.extended     # a virtual environment and a Jupyter kernel of its own: .ci/run runs it (-m extended)
 def test_kit_runs_its_own_grader_beside_an_installed_course(tmp_path, monkeypatch):
     """A virtual environment made with --system-site-packages where the course is installed
     (`pip install -e .`, as requirements.txt does): a kit notebook run in a Jupyter kernel of that
