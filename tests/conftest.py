@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -96,3 +97,43 @@ def notebook_with(lesson_id: str, cells: dict[str, str], folder: Path) -> Path:
     path = folder / f"{lesson_id}.ipynb"
     path.write_text(json.dumps(nb), encoding="utf-8")
     return path
+
+
+# ---------------------------------------------------------------- the `extended` marker (pyproject.toml)
+
+def _names_extended(config) -> bool:
+    return "extended" in (config.option.markexpr or "")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """A test marked `extended` (the heaviest end-to-end runs, which .ci/run runs with `-m extended`)
+    is left out of every run whose -m does not name it, and is slow too (never in the quick loop)."""
+    left = []
+    for item in items:
+        if item.get_closest_marker("extended"):
+            item.add_marker(pytest.mark.slow)
+            if not _names_extended(config):
+                left.append(item)
+    if left:
+        ids = {id(item) for item in left}
+        items[:] = [item for item in items if id(item) not in ids]
+        config.hook.pytest_deselected(items=left)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_deselected(items):
+    """Under xdist the workers collect, so the closing line would not count what they deselected:
+    each worker counts it, and the controller adds it to the closing line once (pytest_testnodedown)."""
+    config = items[0].config if items else None
+    if config is not None and hasattr(config, "workeroutput"):
+        config.workeroutput["deselected"] = config.workeroutput.get("deselected", 0) + len(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    count = getattr(node, "workeroutput", {}).get("deselected", 0)
+    reporter = node.config.pluginmanager.get_plugin("terminalreporter")
+    if count and reporter is not None and not getattr(node.config, "_deselected_counted", False):
+        node.config._deselected_counted = True     # every worker collects (and deselects) the same tests
+        reporter.stats.setdefault("deselected", []).extend(SimpleNamespace(nodeid="") for _ in range(count))

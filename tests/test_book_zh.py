@@ -22,7 +22,9 @@ from support.chromium import chromium
 HTML = ROOT / "book" / "zh_CN" / "_build" / "html"
 COMMAND = ["jupyter-book", "build", "book/zh_CN/", "--all", "-W"]   # INSTRUCTORS.md's command, strict
 HAN = re.compile(r"[\u4e00-\u9fff]")
-slow = pytest.mark.slow
+# The Chinese site's build and its browser check (the English site's are tests/test_book.py, in the
+# default run): .ci/run runs them (-m extended).
+extended = pytest.mark.extended
 
 
 def _toc_files(path):
@@ -48,7 +50,7 @@ def build():
     return HTML
 
 
-@slow
+@extended
 def test_the_chinese_site_builds_in_chinese():
     html = build()
     pages = _toc_files(ROOT / "book" / "zh_CN" / "_toc.yml")
@@ -64,7 +66,7 @@ def test_the_chinese_site_builds_in_chinese():
     assert (ROOT / "book" / "_build" / "html" / "zh_CN" / "intro.html").exists()   # beside the English site
 
 
-@slow
+@extended
 def test_every_chinese_page_in_a_real_browser(tmp_path):
     """Each page at 1280 px: lang="zh-CN", no error, every formula rendered, no request off the
     site, nothing scrolling sideways (tests/test_book.py's check), one search box, and Chinese prose

@@ -17,7 +17,7 @@ import pytest
 from autograder.deliver import book
 from conftest import lesson_ids
 
-pytestmark = pytest.mark.slow     # runs every lesson's notebook (as long as the English runs)
+pytestmark = [pytest.mark.slow, pytest.mark.extended]   # runs every lesson's notebook (~5 min on 2 cores): .ci/run runs it (-m extended)
 
 LANG = "zh_CN"
 HAN = re.compile(r"[\u4e00-\u9fff]")

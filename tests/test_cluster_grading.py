@@ -20,6 +20,9 @@ from conftest import ROOT, notebook_with, run_cli
 from test_class_grading import _marked
 
 pytestmark = pytest.mark.slow     # grades whole classes
+# Killed workers and clients, refused nodes, failing tasks: each starts clusters of its own (10-60 s
+# each). `.ci/run` runs them (`-m extended`); the default run keeps the cluster's ordinary path.
+extended = pytest.mark.extended
 
 LESSONS = ("01_scaled_dot_product_attention", "02_masking")
 STUDENTS = ("ada", "bob", "cyd", "dan")
@@ -119,6 +122,7 @@ def _bigger_class(reference: Path, tmp_path: Path) -> Path:
     return folder
 
 
+@extended
 def test_a_worker_killed_mid_run_loses_no_student_and_leaves_no_process(reference, tmp_path):
     folder = _bigger_class(reference, tmp_path)
     out = tmp_path / "out"
@@ -150,6 +154,7 @@ def _parent(pid: int) -> int:
     return int(stat[stat.rindex(")") + 2:].split()[1])
 
 
+@extended
 def test_a_killed_client_resumes_without_grading_anyone_twice(reference, tmp_path):
     folder = _bigger_class(reference, tmp_path)
     out = tmp_path / "out"
@@ -174,6 +179,7 @@ def test_a_killed_client_resumes_without_grading_anyone_twice(reference, tmp_pat
     assert f"cluster: {8 - len(first)} student(s) graded" in run.stdout, run.stdout
 
 
+@extended
 def test_a_node_without_its_sandbox_is_refused_and_named(reference, tmp_path):
     """Three nodes on one scheduler: one as it should be, one in a Docker-like process where
     bubblewrap cannot make namespaces (tests/support/no_namespaces.py), one with another course
@@ -220,6 +226,7 @@ def _workers(address: str) -> int:
     return int(run.stdout.strip() or 0)
 
 
+@extended
 def test_with_no_node_that_may_grade_nothing_is_graded_and_each_node_is_named(reference, tmp_path):
     """Every node lacks namespaces: refused, and said; --allow-missing-layers grades on them and names them."""
     wrap = [sys.executable, NO_NAMESPACES, "--", sys.executable, "-m", "autograder", "grade", reference / "class",
@@ -238,6 +245,7 @@ def test_with_no_node_that_may_grade_nothing_is_graded_and_each_node_is_named(re
         {s: f["results"]["score"] for s, f in student_files(reference / "jobs").items()}
 
 
+@extended
 @pytest.mark.parametrize("failure, reason", [("FailsForOneStudent", "a simulated fault of the grader"),
                                              ("DiesForOneStudent", "workers died 2 time(s)")])
 def test_a_student_whose_task_keeps_failing_is_listed_and_graded_by_the_next_run(reference, tmp_path, monkeypatch,
@@ -269,12 +277,14 @@ def test_a_student_whose_task_keeps_failing_is_listed_and_graded_by_the_next_run
     assert (out / "grades.csv").read_bytes() == (reference / "jobs" / "grades.csv").read_bytes()
 
 
-def test_a_scheduler_that_cannot_be_reached_is_said_and_nothing_is_written(reference, tmp_path):
+def test_a_scheduler_that_cannot_be_reached_is_said_and_nothing_is_written(reference, tmp_path, monkeypatch):
+    monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT", "2s")    # not Dask's 30 s: nothing listens
     run = run_cli("grade", reference / "class", "--out", tmp_path / "out", "--scheduler", "tcp://127.0.0.1:9")
     assert run.returncode == 2 and "nothing was graded: could not reach the cluster" in run.stderr, run.stderr[-2000:]
     assert not (tmp_path / "out").exists()
 
 
+@extended
 def test_when_no_node_is_left_the_rest_is_listed_and_graded_by_the_next_run(reference, tmp_path, monkeypatch):
     """An existing cluster whose only worker (no nanny to restart it) dies: Dask would keep the
     other students waiting for a node forever; after STALL_SECONDS they are listed as not graded."""
@@ -316,6 +326,7 @@ def test_when_no_node_is_left_the_rest_is_listed_and_graded_by_the_next_run(refe
     assert not _gone(marker), "processes outlived the cluster"
 
 
+@extended
 def test_a_node_whose_sandbox_cannot_start_is_refused_and_named(reference, tmp_path, monkeypatch):
     from autograder.classroom import cluster, node
     from support.failing_node import NoSandboxOnNodeOne

@@ -81,7 +81,7 @@ def test_tiles_pass_under_the_limit(graded):
 def test_one_full_array_is_refused_and_named(graded, name):
     test = graded[name]
     assert test["score"] == 0 and "mistake:materialises-scores" in test["tags"], test["output"]
-    assert "ran out of memory under a limit of 40.0 MiB" in test["output"]
+    assert "ran out of memory under a limit of 10.0 MiB" in test["output"]
 
 
 def test_the_limit_sits_between_tiles_and_the_full_array():
@@ -93,6 +93,26 @@ def test_the_limit_sits_between_tiles_and_the_full_array():
     assert full > 2 * checks.MEMORY_LIMIT
     assert full / tile >= 30
     assert 5 * tile < checks.MEMORY_LIMIT
+
+
+def test_the_references_tiles_need_a_small_fraction_of_the_limit():
+    """What the reference allocates at its peak on the check's inputs (tracemalloc, as the self-check
+    measures it) is over 30 times below the limit, and the limit under half of one (Lq, Lk) array."""
+    import math
+    import tracemalloc
+    namespace = {"np": np, "math": math}
+    exec(_solution_source("combine_attention"), namespace)
+    exec(_solution_source(), namespace)
+    q, k, v = checks.memory_inputs(np.random.default_rng(1))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        namespace["flash_attention"](q, k, v)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    full = q.shape[-2] * k.shape[-2] * 8
+    assert 30 * peak < checks.MEMORY_LIMIT < full / 2, (peak, checks.MEMORY_LIMIT, full)
 
 
 def test_self_check_measures_with_tracemalloc_and_says_so():

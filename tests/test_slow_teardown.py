@@ -256,7 +256,7 @@ def _class_with_an_attacker(folder: Path) -> None:
     (folder / "a_attacker" / f"{L01}.ipynb").write_text(_attacker_notebook())
 
 
-@pytest.mark.slow
+@pytest.mark.extended     # a class of four full courses, graded twice: .ci/run runs it (-m extended)
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_slow_teardown_costs_no_classmate_a_point(tmp_path, jobs):
     _class_with_an_attacker(tmp_path / "class")

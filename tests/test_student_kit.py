@@ -574,6 +574,7 @@ def test_no_recorded_value_equals_a_value_expected_under_a_secret(kit_dir, lesso
     assert checked > 0 and index["answers"]
 
 
+@pytest.mark.extended     # a virtual environment and a Jupyter kernel of its own: .ci/run runs it (-m extended)
 def test_kit_runs_its_own_grader_beside_an_installed_course(tmp_path, monkeypatch):
     """A virtual environment made with --system-site-packages where the course is installed
     (`pip install -e .`, as requirements.txt does): a kit notebook run in a Jupyter kernel of that
@@ -694,6 +695,7 @@ def _notebook(lid, cells: dict, path: Path) -> Path:
     return path / f"{lid}.ipynb"
 
 
+@pytest.mark.extended     # 14 cases, each run in the kit, the course and `grade`: .ci/run runs it (-m extended)
 def test_each_helper_pair_gets_the_same_points_and_words_everywhere(kit_dir, tmp_path, grade):
     """A correct exercise beside a stub or a wrong helper it calls: full marks and the one sentence
     that says so, with the same words in the kit's self-check, the course's and `grade`'s."""

@@ -20,7 +20,6 @@ from autograder.report.results import sandbox_line, terminal_safe
 from autograder.run.errors import SandboxUnavailable
 
 ALLOWED_FAILURES = 3     # worker deaths while grading one student before the student is given up
-CONNECT_SECONDS = 30.0   # to reach an existing cluster's scheduler
 START_SECONDS = 300.0    # for the first worker of an existing cluster
 STALL_SECONDS = 600.0    # no node able to grade for this long (all gone or refused): the rest is not graded
 IN_FLIGHT_PER_WORKER = 2 # tasks sent ahead of the results: the class's bytes never all in memory, and
@@ -98,8 +97,9 @@ class connect:
         from distributed import Client, LocalCluster
         try:
             if self.scheduler is not None:
-                # TLS: the certificates come from Dask's configuration (distributed.comm.tls.*)
-                self.client = Client(self.scheduler, timeout=CONNECT_SECONDS)
+                # TLS: the certificates come from Dask's configuration (distributed.comm.tls.*), and so
+                # does how long to try to reach the scheduler (distributed.comm.timeouts.connect, 30 s)
+                self.client = Client(self.scheduler)
                 self.client.wait_for_workers(1, timeout=START_SECONDS)
                 return self.client
             with dask.config.set(local_config()):
