@@ -14,7 +14,7 @@ import pytest
 from autograder.checks import test_10_flash_attention as checks
 from autograder.classroom import accuracy
 from autograder.diagnose import fingerprints, root_cause
-from autograder.grading.compare import where_different
+from autograder.grading.differences import where_different
 from autograder.grading.reference import load_reference
 
 L10 = "10_flash_attention"

@@ -342,10 +342,10 @@ NOTHING = "; " + N_("a check like this one gives points only to an answer that c
 
 def expect_varies(got, *, call: str, what: str = "its values") -> None:
     """Fail for an answer that is empty, or all one value (all zero, all False, a constant)."""
-    from autograder.grading.compare import _describe_value
+    from autograder.grading.differences import describe_value
     arr = as_numpy(got)
     if not isinstance(arr, np.ndarray):
-        raise Mismatch(f"{call} returned {_describe_value(got)}; expected an array")
+        raise Mismatch(f"{call} returned {describe_value(got)}; expected an array")
     if arr.size == 0:
         raise Mismatch(f"{call} returned an empty array{NOTHING}")
     if _constant(arr):
@@ -361,10 +361,10 @@ def expect_computes(run, *, call: str, inputs: str = "the input", weights: str |
     `weights` is given, with the parameters. A module that returns zeros, a constant, a bias, or its
     input unchanged gets no points for its parameters' names or for being deterministic."""
     import torch
-    from autograder.grading.compare import _describe_value
+    from autograder.grading.differences import describe_value
     a = run(0, 0)
     if not isinstance(a, torch.Tensor):
-        raise Mismatch(f"{call} returned {_describe_value(a)}; expected a torch.Tensor")
+        raise Mismatch(f"{call} returned {describe_value(a)}; expected a torch.Tensor")
     expect_varies(a, call=call)
     if _same(a, run(0, 1)):
         raise Mismatch(f"{call} gives the same output for two different inputs: it does not depend on "

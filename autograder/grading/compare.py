@@ -23,6 +23,7 @@ import numpy as np
 
 from autograder.grading import tolerances
 from autograder.diagnose.mistakes import describe
+from autograder.grading.differences import describe_value, fmt, summary
 from autograder.i18n import N_
 
 
@@ -144,10 +145,6 @@ def as_numpy(x):
     return x
 
 
-def _fmt(v) -> str:
-    return f"{float(v):.6g}"
-
-
 def _close(a, b, rtol, atol) -> bool:
     a, b = as_numpy(a), as_numpy(b)
     if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray) or a.shape != b.shape:
@@ -158,30 +155,13 @@ def _close(a, b, rtol, atol) -> bool:
         return False
 
 
-def where_different(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> str:
-    got64, exp64 = got.astype(np.float64), expected.astype(np.float64)
-    bad_nan = np.isnan(got64) & ~np.isnan(exp64)
-    if bad_nan.any():
-        idx = tuple(int(i) for i in np.argwhere(bad_nan)[0])
-        return (N_("{n} of {size} values is NaN where the reference is not NaN (first at index {index}, expected "
-                   "{expected})") if bad_nan.sum() == 1 else N_("{n} of {size} values are NaN where the reference is "
-                "not NaN (first at index {index}, expected {expected})")).format(n=int(bad_nan.sum()), size=got.size, index=idx, expected=_fmt(exp64[idx]))
-    bad_inf = ~np.isfinite(got64) & np.isfinite(exp64)
-    if bad_inf.any():
-        idx = tuple(int(i) for i in np.argwhere(bad_inf)[0])
-        which = " or ".join(sorted({"-inf" if x < 0 else "inf" for x in got64[bad_inf]}))   # as NumPy prints it
-        return (N_("{n} value is {which} where the reference is finite (first at index {index}, expected {expected})")
-                if bad_inf.sum() == 1 else N_("{n} values are {which} where the reference is finite (first at index "
-                "{index}, expected {expected})")).format(n=int(bad_inf.sum()), which=which, index=idx, expected=_fmt(exp64[idx]))
-    with np.errstate(invalid="ignore"):   # equal infinities (an lse of -inf where it should be) differ by 0, not NaN
-        err = np.abs(np.nan_to_num(np.where(got64 == exp64, 0.0, got64 - exp64), nan=np.inf))
-    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape)) if err.size else ()
-    n_bad = int((err > atol + rtol * np.abs(np.nan_to_num(exp64))).sum())
-    return (N_("{n} of {size} values differs; the largest error is {error} at index {index} (expected {expected}, "
-               "got {got})") if n_bad == 1 else
-            N_("{n} of {size} values differ; the largest error is {error} at index {index} (expected {expected}, "
-               "got {got})")).format(n=n_bad, size=got.size, error=_fmt(err[idx]), index=idx,
-                                     expected=_fmt(exp64[idx]), got=_fmt(got64[idx]))
+def _named(line: str, found, about) -> None:
+    """The answer is these fingerprints' variant: raise the Mismatch that names them (nothing when
+    `about` already names each, and nothing else is in it)."""
+    named, other = _split_found(found)
+    if about is not None and not other and not any(m in about for m, _ in named):
+        return
+    raise Mismatch(line + "".join(f"\nAlso, {d}." for d in other), found=named, extra=other)
 
 
 def expect_array(got, expected, *, call: str, kind: str = "numpy",
@@ -208,12 +188,12 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
         want_type = np.ndarray
     if not isinstance(got, want_type):
         type_name = "a torch.Tensor" if kind == "torch" else "a NumPy array"
-        line = f"{call} returned {_describe_value(got)}; expected {type_name} of shape {tuple(expected.shape)}"
+        line = f"{call} returned {describe_value(got)}; expected {type_name} of shape {tuple(expected.shape)}"
         found = [("wrong-type", None)]
         if isinstance(got, (tuple, list)) and got and isinstance(got[0], want_type) \
                 and tuple(got[0].shape) == tuple(expected.shape):
             # (output, weights) returned: the output is still diagnosed, so its mistakes are named too
-            found = [("wrong-type", f"it returns {_describe_value(got)} whose first item is the output; return "
+            found = [("wrong-type", f"it returns {describe_value(got)} whose first item is the output; return "
                                     "the output alone")]
             try:
                 expect_array(got[0], expected, call=f"the first item returned by {call}", kind=kind,
@@ -232,11 +212,11 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
     if got_np.shape == exp_np.shape and _close(got_np, exp_np, rtol, atol) \
             and np.array_equal(np.isnan(got_np.astype(np.float64)), np.isnan(exp_np.astype(np.float64))):
         return
-    line = _summary(call, got_np, exp_np, rtol, atol)
+    line = summary(call, got_np, exp_np, rtol, atol)
     if got_np.shape == exp_np.shape and got_np.size > 1 and constant(got_np) and not constant(exp_np):
         # every value the same (zeros, a constant): such an answer also equals any fingerprint that is
         # constant on these inputs, which is no evidence of that mistake: name nothing from it
-        value = _fmt(got_np.reshape(-1)[0]) if got_np.dtype != bool else bool(got_np.reshape(-1)[0])
+        value = fmt(got_np.reshape(-1)[0]) if got_np.dtype != bool else bool(got_np.reshape(-1)[0])
         raise Mismatch(line + "\n" + N_("Every value of the answer is {value}: it does not depend on the input.").format(value=value))
 
     # 1. the whole answer is one mistake, or a combination of catalogued mistakes
@@ -247,20 +227,14 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
         if candidate is not None and _close(got_np, candidate, rtol, atol):
             if key is not None:
                 Fingerprints.remember(key)
-            named, other = _split_found(found)
-            if about is not None and not other and not any(m in about for m, _ in named):
-                return
-            raise Mismatch(line + "".join(f"\nAlso, {d}." for d in other), found=named, extra=other)
+            return _named(line, found, about)
 
     # 1b. the same in float16 arithmetic (a float16 table): one mistake to within float16's rounding
     loose = tolerances.float16(exp_np)
     if loose is not None and got_np.shape == exp_np.shape and not _close(got_np, exp_np, *loose):
         for found, candidate in computed:     # (_close: False for another shape or no candidate)
             if _close(got_np, candidate, *loose) and not _close(candidate, exp_np, *loose):
-                named, other = _split_found(found)
-                if about is not None and not other and not any(m in about for m, _ in named):
-                    return
-                raise Mismatch(line + "".join(f"\nAlso, {d}." for d in other), found=named, extra=other)
+                return _named(line, found, about)
 
     # 2. fully blocked rows judged on their own, everything else on the other rows
     rows, extra = None, []
@@ -388,23 +362,3 @@ def _try(make):
         if torch is not None:
             torch.set_num_threads(threads)
     return None if candidate is None else as_numpy(candidate)
-
-
-def _summary(call, got, expected, rtol, atol) -> str:
-    if got.shape != expected.shape:
-        return N_("{call} returned shape {shape}; expected {expected}").format(call=call, shape=tuple(got.shape),
-                                                                              expected=tuple(expected.shape))
-    # no verb agrees with `call`, which may be plural ("the weights from ...")
-    return N_("{call}, compared with the reference: {difference}").format(
-        call=call, difference=where_different(got, expected, rtol, atol))
-
-
-def _describe_value(v) -> str:
-    if isinstance(v, tuple):
-        return f"a tuple of {len(v)} items"
-    if isinstance(v, list):
-        return f"a list of {len(v)} items"
-    if v is None:
-        return "None"
-    name = getattr(v, "type_name", None) or type(v).__name__
-    return f"a {name}"
