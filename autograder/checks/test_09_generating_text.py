@@ -301,7 +301,7 @@ def test_probs_temperature_must_be_positive(student, reference, rng):
     logits = tensor(rng, 2, 6)
     for temperature in (0.0, -1.0):
         expect_error(lambda t=temperature: student.next_token_probs(logits, t),
-                     f"next_token_probs(logits, temperature={temperature:g})", "the temperature must be > 0")
+                     f"next_token_probs(logits, temperature={temperature:g})", N_("the temperature must be > 0"))
     check_probs(student, reference, logits, float(rng.uniform(0.5, 2.0)))
 
 
@@ -574,7 +574,7 @@ class Run:
             hint = None if err.found or err.extra else self.log_hint()
             if hint:
                 found, words = hint
-                raise Mismatch(f"{err.line}\n(A hint from the model's own log: {words}.)",
+                raise Mismatch(err.line + "\n" + N_("(A hint from the model's own log: {words}.)").format(words=words),
                                found=[(m, f"the model's own log says {d}") for m, d in found]) from None
             raise
         if self.tokens.dtype != torch.long:

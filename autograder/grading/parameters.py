@@ -35,17 +35,19 @@ def expect_parameters(module, shapes: dict, what: str, *, output: str | None = N
     the expected ones has no output projection at all (missing-output-projection)."""
     have = module.parameters()
     missing = [n for n in shapes if n not in have]
-    wrong = [f"{n} has shape {tuple(have[n])}, expected {shapes[n]}" for n in shapes
+    wrong = [N_("{name} has shape {shape}, expected {expected}").format(name=n, shape=tuple(have[n]), expected=shapes[n])
+             for n in shapes
              if n in have and tuple(have[n]) != tuple(shapes[n])]
     if missing or wrong:
-        problems = ([f"missing parameter(s): {', '.join(missing)}"] if missing else []) + wrong
+        problems = ([N_("missing parameter(s): {names}").format(names=", ".join(missing))] if missing else []) + wrong
         found = [("wrong-shape", None)] if wrong and not missing else []
         if output is not None and all(n in missing for n in shapes if n.startswith(output + ".")) \
                 and set(have) <= set(shapes) and any(n.endswith(".weight") and n in have for n in shapes):
             found.append(("missing-output-projection", N_("the module has no {variable} at all: the merged heads are "
                                                           "returned as they are").format(variable=output)))
-        raise Mismatch(f"{what}: {'; '.join(problems)}. Its parameters are: "
-                       f"{', '.join(f'{n} {tuple(s)}' for n, s in have.items()) or 'none'}", found=found)
+        raise Mismatch(N_("{what}: {problems}. Its parameters are: {parameters}").format(
+            what=what, problems="; ".join(problems),
+            parameters=", ".join(f"{n} {tuple(s)}" for n, s in have.items()) or "none"), found=found)
 
 
 def load_lenient(module, shapes: dict, params: dict, what: str, mode: bool | None = None) -> dict:
