@@ -81,7 +81,7 @@ def test_tiles_pass_under_the_limit(graded):
 def test_one_full_array_is_refused_and_named(graded, name):
     test = graded[name]
     assert test["score"] == 0 and "mistake:materialises-scores" in test["tags"], test["output"]
-    assert "ran out of memory under a limit of 10.0 MiB" in test["output"]
+    assert "ran out of memory under a limit of 40.0 MiB" in test["output"]
 
 
 def test_the_limit_sits_between_tiles_and_the_full_array():

@@ -1,11 +1,11 @@
 """Checks for lesson 10: combine_attention and flash_attention (NumPy).
 
 Every answer is compared, output and lse, with the reference (float64, within 1e-10). The memory check
-calls flash_attention once on about 1,000 queries and 3,000 keys under a memory limit: in the sandbox a
+calls flash_attention once on about 2,000 queries and 6,000 keys under a memory limit: in the sandbox a
 process of its own whose address space the kernel limits (Student.within_memory), which one (Lq, Lk)
 float64 array exceeds; in a notebook's own kernel (the self-check) tracemalloc's peak stands in for it,
 and the self-check says so. A second memory check calls it, without and with causal=True, on about 130
-queries and 12,800 keys in blocks of 128, where one (128, Lk) array is over the same limit: a plain
+queries and 51,200 keys in blocks of 128, where one (128, Lk) array is over the same limit: a plain
 softmax per block of queries is refused there, and so is the naive computation of the causal case.
 The causal skip itself is taught, not graded (a loop that does not skip gives the same numbers); a
 loop that stops at the wrong block loses keys, and the causal checks name or describe it.
@@ -21,12 +21,12 @@ from autograder.grading.checking import Fingerprints, Mismatch, Variant, all_of,
 LESSON = "10_flash_attention"
 
 TOL = (1e-10, 1e-10)          # the contract: float64 results within 1e-10 of the reference
-MEMORY_LIMIT = 10 * 2**20     # bytes beyond what the process maps before the call
-# (Lq, Lk) before the random part: one such float64 array is 23-25 MiB, over twice the limit; the
-# reference's tiles peak at ~0.2 MiB, a tile of (Lq, 64) is ~0.5 MiB (tests/test_flash_memory_limit.py).
-# Kept small because the call runs twice per correct course (the student's, the reference's): 4 times
-# fewer tiles than (2000, 6000) took ~1 s of every correct course's grading.
-MEMORY_SHAPE = (1000, 3000)
+MEMORY_LIMIT = 40 * 2**20     # bytes beyond what the process maps before the call
+# (Lq, Lk) before the random part: one such float64 array is ~93 MiB, over twice the limit; the
+# reference's tiles peak at ~0.2 MiB (tests/test_flash_memory_limit.py). Every array the limit must
+# refuse is over 32 MiB, glibc's largest mmap threshold: a smaller one (a (1000, 3000) problem under
+# 10 MiB was tried) can be served from heap the process freed and kept, which the limit does not see.
+MEMORY_SHAPE = (2000, 6000)
 
 
 def qkv(rng, batch, lq, lk, dk, dv, scale=1.0):
