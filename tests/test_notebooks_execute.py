@@ -97,7 +97,7 @@ def quoted_figures(markdown: str) -> list[str]:
     time a lesson takes to work through."""
     import re
     prose = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`", " ", markdown, flags=re.S)
-    prose = re.sub(r"\*\*Time:\*\* about \d+ minutes|\b(?:PyTorch|Python|NumPy) \d+\.\d+(?:\.\d+)?", " ", prose)
+    prose = re.sub(r"\*\*Time:\*\* about \d+ minutes|\b(?:PyTorch|Python|NumPy|version) \d+\.\d+(?:\.\d+)?", " ", prose)
     found = []
     for m in re.finditer(FIGURE, prose):
         before, after = prose[max(0, m.start() - 4):m.start()], prose[m.end():m.end() + 5]

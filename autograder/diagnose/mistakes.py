@@ -612,7 +612,7 @@ LESSON_FIX[("lse-unstable", "10")] = (
     C_("explanation", "exp() of an lse or a score above ~709 overflows to inf (and below ~-745 it is 0): a log-sum-exp, or a "
     "weight, computed with exp() before any maximum is taken out comes out inf or NaN. Subtracting the union's lse first keeps every exponent <= 0, but when both sets are empty that lse is "
     "-inf, and lse1 - lse computes -inf - (-inf) = NaN unless it is guarded."),
-    C_("hint", "Take `lse = np.logaddexp(lse1, lse2)`, guard it, `safe = np.where(np.isfinite(lse), lse, 0.0)`, and "
+    C_("hint", "Take the union's lse with `np.logaddexp(lse1, lse2)`, guard it, `safe = np.where(np.isfinite(lse), lse, 0.0)`, and "
     "weight the outputs by `np.exp(lse1 - safe)` and `np.exp(lse2 - safe)` (in flash_attention, a tile's lse "
     "is `m + np.log(l)` with m the tile's maximum)."))
 LESSON_FIX[("masked-row-nan", "10")] = (
