@@ -644,7 +644,10 @@ WRONG_HELPERS = {
     ("01_scaled_dot_product_attention", "scaled_dot_product_attention", "softmax"):
         "def softmax(x, axis=-1):\n    e = np.exp(x - np.max(x, axis=0, keepdims=True))\n"
         "    return e / np.sum(e, axis=0, keepdims=True)\n",
-    ("04_worked_example", "published_errors", "worked_example"): None,    # the lesson's missing-scale (MISTAKES)
+    # every value off by one, so that published_errors() finds another set (the lesson's missing-scale
+    # leaves the set of published errors as it is: published_errors is then right on its own)
+    ("04_worked_example", "published_errors", "worked_example"):
+        ("    return result\n", "    return {key: value + 1.0 for key, value in result.items()}\n"),
     ("05_multi_head_attention", "MultiHeadAttention", "split_heads"):
         "def split_heads(x, num_heads):\n    B, T, d = x.shape\n    return x.reshape(B, num_heads, T, d // num_heads)\n",
     ("05_multi_head_attention", "MultiHeadAttention", "merge_heads"):
@@ -679,6 +682,10 @@ def _helper_cells(lid, exercise, helper, kind):
     if kind == "stub":
         return {g: s for g, s in solution_cells(lid).items() if g != helper}
     wrong = WRONG_HELPERS[(lid, exercise, helper)]
+    if isinstance(wrong, tuple):        # (old, new): a change in the solution's own cell
+        cells = solution_cells(lid)
+        assert wrong[0] in cells[helper], wrong[0]
+        return dict(cells, **{helper: cells[helper].replace(*wrong)})
     if wrong is None:
         _, gid, old, new, _ = next(m for m in MISTAKES if m[0] == lid and m[1] == helper)
         return mistaken(lid, gid, old, new)
