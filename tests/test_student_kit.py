@@ -24,7 +24,7 @@ import pytest
 from autograder.deliver import kit
 from autograder.grading import recorded
 from autograder.course import COURSE, available_lessons
-from conftest import ROOT
+from conftest import ROOT, notebook_with
 
 pytestmark = pytest.mark.slow     # builds the kit, runs notebooks or grades whole classes: not in the quick loop
 
@@ -692,17 +692,6 @@ def _helper_cells(lid, exercise, helper, kind):
     return dict(solution_cells(lid), **{helper: wrong})
 
 
-def _notebook(lid, cells: dict, path: Path) -> Path:
-    nb = json.loads(COURSE[lid].released_path.read_text(encoding="utf-8"))
-    for cell in nb["cells"]:
-        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if gid in cells:
-            cell["source"] = cells[gid]
-    path.mkdir(parents=True, exist_ok=True)
-    (path / f"{lid}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
-    return path / f"{lid}.ipynb"
-
-
 @pytest.mark.extended     # 14 cases, each run in the kit, the course and `grade`: .ci/run runs it (-m extended)
 def test_each_helper_pair_gets_the_same_points_and_words_everywhere(kit_dir, tmp_path, grade):
     """A correct exercise beside a stub or a wrong helper it calls: full marks and the one sentence
@@ -719,7 +708,7 @@ def test_each_helper_pair_gets_the_same_points_and_words_everywhere(kit_dir, tmp
         said = sentence([helper], exercise)
         kit_check = next(c for c in kit_runs[name] if c.get("exercise") == exercise)
         course_check = next(c for c in course_runs[name] if c.get("exercise") == exercise)
-        result = grade({lid: _notebook(lid, _helper_cells(*case), tmp_path / name.replace("/", "-"))})
+        result = grade({lid: notebook_with(lid, _helper_cells(*case), tmp_path / name.replace("/", "-"))})
         tests = [t for t in result["tests"] if f"exercise:{exercise}" in t["tags"] and f"lesson:{lid}" in t["tags"]]
         graded = verdict(exercise, tests) + "\n"
         got = {"kit": (kit_check["score"], kit_check["verdict"]), "course": (course_check["score"], course_check["verdict"]),
