@@ -14,6 +14,7 @@ a SubmissionFault of the student it was serving.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -21,7 +22,7 @@ import tempfile
 import time
 
 from autograder.run import bounds, frames, wire
-from autograder.isolate import bwrap
+from autograder.isolate import answering, bwrap
 from autograder.isolate.launch import (DEFAULT_MEMORY_LIMIT, _Adopted, _kill_group, _popen_worker,  # noqa: F401
                                        _remove_scratch, _uid_base, prelaunch, prelaunch_shared)
 from autograder.isolate.watch import Watch
@@ -55,10 +56,11 @@ class Child:
         self.alive = True
         self.credit = 0.0      # seconds of the last request spent in its questions (not the student's)
 
-    def request(self, op: str, timeout: float, on_ask=None, **args):
+    def request(self, op: str, timeout: float, on_ask=None, questions: float = math.inf, **args):
         """Send one request; return the decoded reply value or raise. The whole exchange must
         finish within `timeout` seconds, and the time its questions took (frames.recv_reply: a
-        stand-in's, answered by `on_ask`) besides."""
+        stand-in's, answered by `on_ask`, each within answering.ANSWER_MEMORY) besides, up to
+        `questions` seconds."""
         if not self.alive:
             raise SubmissionFault("crash", "the worker process had already stopped")
         deadline = time.monotonic() + max(timeout, 0.05)
@@ -68,7 +70,7 @@ class Child:
             try:
                 self.sock.settimeout(max(timeout, 0.05))
                 watch.send(self.sock)
-                reply_frame, self.credit = frames.recv_reply(self.sock, deadline, on_ask)
+                reply_frame, self.credit = frames.recv_reply(self.sock, deadline, answering.bounded(on_ask), questions)
             except socket.timeout:
                 self.close()
                 raise SubmissionFault("timeout", "did not finish within the time limit") from None

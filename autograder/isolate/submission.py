@@ -24,9 +24,16 @@ class Budget:
         self.total = seconds
         self.left = seconds
         self.ran_out_at: str | None = None     # where it ran out, for the report (said once)
+        # The stand-ins' questions (grading/independence.py) are not the student's time, but not free
+        # either: the time added to requests for them has a pot of its own, as large again (the course's
+        # heaviest honest case, lesson 10's few-queries check with a wrong combine_attention, ~30 s).
+        # Once it is spent, questions are answered {} and the student's own answers stand.
+        self.questions = seconds
 
-    def spend(self, seconds: float) -> None:
-        self.left -= seconds
+    def spend(self, seconds: float, questions: float = 0.0) -> None:
+        """`seconds` of a request, of which `questions` were added for its questions (not charged)."""
+        self.left -= seconds - questions
+        self.questions -= questions
 
     def fault(self, where: str) -> SubmissionFault:
         if self.ran_out_at is None:
@@ -194,16 +201,18 @@ class Submission:
         if self.child is None or not self.child.alive or self.executed != self.target:
             self._run_until(self.target)
         budget = self._remaining.get(exercise, self.time_limit)
-        started = time.monotonic()
+        child, started = self.child, time.monotonic()
         try:
-            return self.child.request(op, self._allowance(budget), on_ask=getattr(self, "answerer", None), **args)
+            return child.request(op, self._allowance(budget), on_ask=getattr(self, "answerer", None),
+                                 questions=self.budget.questions, **args)
         except SubmissionFault as fault:
             self._close_child()   # SandboxBroken instead if the worker is gone: not the student's fault
             self.faults[exercise] = fault
             raise
         finally:
-            spent = time.monotonic() - started - getattr(self.child, "credit", 0.0)
-            self.budget.spend(spent)
+            credit = getattr(child, "credit", 0.0)    # the questions' time: not the student's
+            spent = time.monotonic() - started - credit
+            self.budget.spend(spent + credit, credit)
             if exercise is not None:
                 self._remaining[exercise] = budget - spent
 
@@ -251,13 +260,14 @@ class Submission:
             child = self._fresh_child()
             started = time.monotonic()
             try:
-                child.request("call", self._allowance(seconds), on_ask=self.answerer, target=target, args=args)
+                child.request("call", self._allowance(seconds), on_ask=self.answerer, questions=self.budget.questions,
+                              target=target, args=args)
                 return {"outcome": "returned"}
             except StudentError as err:
                 return {"outcome": "raised", "error": {"type": err.type, "message": err.message,
                                                        "traceback": err.traceback}}
             finally:
-                self.budget.spend(time.monotonic() - started - child.credit)
+                self.budget.spend(time.monotonic() - started, child.credit)
         except SubmissionFault as fault:
             return {"outcome": "raised", "error": {"type": "TimeoutError" if fault.kind == "timeout" else "ProcessError",
                                                    "message": f"the call did not finish: {fault}", "traceback": ""}}
@@ -276,10 +286,10 @@ class Submission:
         started = time.monotonic()
         try:
             child.limit_memory(memory_bytes)
-            return child.request("traced_call", self._allowance(seconds), on_ask=self.answerer, target=target,
-                                 args=args, trace=not self.stand_ins)
+            return child.request("traced_call", self._allowance(seconds), on_ask=self.answerer,
+                                 questions=self.budget.questions, target=target, args=args, trace=not self.stand_ins)
         finally:
-            self.budget.spend(time.monotonic() - started - child.credit)    # (the stand-ins' questions: ours)
+            self.budget.spend(time.monotonic() - started, child.credit)    # (the stand-ins' questions: ours)
             child.close()
 
     def source_digest(self) -> str:

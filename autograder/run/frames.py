@@ -83,18 +83,18 @@ ASK_ALLOWANCE = 0.005   # s added to the deadline per question answered, besides
 CHILD_SIDE = 4          # the child's side of an exchange took up to ~3x the grader's (measured, load 14 on 2 cores)
 
 
-def recv_reply(sock, deadline: float, on_ask=None) -> tuple[bytearray, float]:
+def recv_reply(sock, deadline: float, on_ask=None, allowance: float = math.inf) -> tuple[bytearray, float]:
     """(the reply frame to the request just sent, seconds added to `deadline`). Before it, the child
     may ask questions ({"ask": ...} frames: a stand-in for a helper, run/substitute.py, Asks):
     `on_ask(question)` answers each with data, up to MAX_ASKS, and each exchange's time is added to
     the deadline: the grader's side (reading the question, answering, sending the answer), and
     CHILD_SIDE times that for the child's (sending it, reading the answer: the same work mirrored, but
-    slower in a confined child), plus ASK_ALLOWANCE. Bounded: MAX_ASKS exchanges per request.
-    Without `on_ask`, or past MAX_ASKS, the answer is {} (the student's own answer stands) and no
-    time is added."""
+    slower in a confined child), plus ASK_ALLOWANCE. Bounded: MAX_ASKS exchanges per request, and no
+    more than `allowance` seconds added in all (what is left of the submission's own for questions:
+    isolate/submission.py, Budget). Without `on_ask`, past MAX_ASKS or once `allowance` is used up,
+    the answer is {} (the student's own answer stands) and no time is added; so is an answer past
+    the wire's limits, which the child would refuse."""
     import time
-
-    from autograder.run import wire
     frame, asked, credit = recv(sock, deadline), 0, 0.0
     while True:
         answering = time.monotonic()
@@ -102,12 +102,21 @@ def recv_reply(sock, deadline: float, on_ask=None) -> tuple[bytearray, float]:
         if question is None:
             return frame, credit
         asked += 1
-        answered = on_ask is not None and asked <= MAX_ASKS
-        send(sock, wire.encode(on_ask(question) if answered else {}))
+        answered = on_ask is not None and asked <= MAX_ASKS and credit < allowance
+        send(sock, _answer_frame(on_ask(question) if answered else {}))
         if answered:
-            extra = (1 + CHILD_SIDE) * (time.monotonic() - answering) + ASK_ALLOWANCE
+            extra = min((1 + CHILD_SIDE) * (time.monotonic() - answering) + ASK_ALLOWANCE, allowance - credit)
             credit, deadline = credit + extra, deadline + extra
         frame = recv(sock, deadline)
+
+
+def _answer_frame(answer) -> bytes:
+    """`answer` as a frame, or {} where it is past the limits the child reads (wire.recv)."""
+    from autograder.run import wire
+    try:
+        return wire.encode(answer, bounded=True)
+    except wire.TooLarge:
+        return wire.encode({})
 
 
 def _question(frame) -> dict | None:
