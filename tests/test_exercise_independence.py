@@ -109,3 +109,30 @@ def test_selfcheck_of_a_correct_pair_says_nothing_more():
     with contextlib.redirect_stdout(out):
         score = run_selfcheck("09_generating_text", "generate", ns["generate"])
     assert score == 6 and "in its place" not in out.getvalue(), out.getvalue()
+
+
+def test_lesson04_under_a_course_secret_answers_from_the_hidden_example(tmp_path):
+    """Under a course secret lesson 04 grades on a hidden example (other X and W matrices, put in the
+    student's notebook). The stand-in for a wrong worked_example answered from the public example's
+    reference, so a right published_errors, handed the public values, named the wrong keys and lost
+    a point. It answers from the hidden example the check compares with: full marks, said once."""
+    import numpy as np
+    from autograder.course import COURSE
+    from autograder.grading.plugin import GradingPlugin, run_checks
+    from autograder.grading.student import LocalSubmission
+    from autograder.load.notebook import build_program
+    lesson = "04_worked_example"
+    entry = accuracy.parse(accuracy.CORPUS / "pair_04_published_errors_beside_unscaled_scores.py")
+    path = accuracy.build_class([entry], tmp_path)[entry.name][lesson]
+    namespace = {"__name__": "__main__"}
+    for cell in build_program(path, COURSE[lesson]).cells:
+        if cell.kind in ("setup", "graded"):
+            exec(compile(cell.source, f"<{cell.label}>", "exec"), namespace)
+    plugin = GradingPlugin({lesson: LocalSubmission(namespace)}, exercises={lesson: {"published_errors"}},
+                           secret=b"a course secret of the instructor's")
+    with np.errstate(all="ignore"):
+        run_checks(plugin, [lesson])
+    assert [t["score"] for t in plugin.results] == [2.0, 1.0], [t["output"] for t in plugin.results]
+    said = "so published_errors was graded with the reference worked_example in its place"
+    counts = [t["output"].count(said) for t in plugin.results]
+    assert counts[1] == 1 and max(counts) == 1, [t["output"] for t in plugin.results]   # where it was graded again

@@ -77,6 +77,7 @@ def example(student, reference, secret_key):
     student._assign(**hidden)
     ns = _rebound(reference, hidden)
     ns._hidden_inputs = True
+    student._compared_with = ns          # what a stand-in for worked_example answers from (independence.py)
     return ns
 
 

@@ -121,7 +121,10 @@ def run_check(run, student, reference, lesson: str, exercise: str):
         return run()
     except (Mismatch, StudentError) as err:
         first = err
-    # again, once, every helper behind a stand-in that asks the grader about each call
+    # again, once, every helper behind a stand-in that asks the grader about each call, answered from
+    # the reference the check compared with: lesson 04's, under a course secret, reads hidden inputs
+    # (checks/test_04_worked_example.py, example), and the fixture's would answer for the public ones
+    reference = getattr(student, "_compared_with", None) or reference
     wrong: list[str] = []
     try:
         with student._substituted(exercise, {n: None for n in names}, answerer(reference, lesson, names, wrong)):
