@@ -58,16 +58,30 @@ def _variants() -> dict[str, str]:
                             "    import tracemalloc\n"
                             "    tracemalloc.get_traced_memory = lambda: (0, 0)\n"
                             "    tracemalloc.stop()\n")
+    # memory mapped before the limit and freed in the call: a reserve of address space made at import and
+    # unmapped, or an array made at import and dropped (both scored 2/2 when the limit counted from
+    # what the child mapped after the student's definitions)
+    signature = "def flash_attention(q, k, v, causal=False, block_size=64):\n"
+    reserve = one_tile.replace(signature, "import mmap as _mmap\n_RESERVE = [_mmap.mmap(-1, 1 << 30)]\n" + signature
+                               + "    while _RESERVE:\n        _RESERVE.pop().close()\n")
+    made_at_import = one_tile.replace(signature, "_MADE = [np.ones((1 << 30) // 8)]\n" + signature
+                                      + "    _MADE.clear()\n")
     assert one_tile != ref and raises_limit != one_tile and lies != one_tile
-    return {"reference": ref, "one_tile": one_tile, "raises_limit": raises_limit, "lies_to_tracemalloc": lies}
+    assert reserve != one_tile and made_at_import != one_tile
+    return {"reference": ref, "one_tile": one_tile, "raises_limit": raises_limit, "lies_to_tracemalloc": lies,
+            "reserve_freed_in_the_call": reserve, "array_made_at_import": made_at_import}
 
 
 @pytest.fixture(scope="module")
-def graded():
+def results():
     entries = [_entry(name, source) for name, source in _variants().items()]
     with tempfile.TemporaryDirectory(prefix="flash-memory-") as tmp:
         students = accuracy.build_class(entries, Path(tmp))
-        results = grade_many(students, jobs=1, show=lambda *_: None)
+        return grade_many(students, jobs=1, show=lambda *_: None)
+
+
+@pytest.fixture(scope="module")
+def graded(results):
     return {name: next(t for t in r["tests"] if t["name"].endswith(MEMORY_TEST)) for name, r in results.items()}
 
 
@@ -82,6 +96,19 @@ def test_one_full_array_is_refused_and_named(graded, name):
     test = graded[name]
     assert test["score"] == 0 and "mistake:materialises-scores" in test["tags"], test["output"]
     assert "ran out of memory under a limit of 40.0 MiB" in test["output"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["reserve_freed_in_the_call", "array_made_at_import"])
+def test_memory_mapped_before_the_call_is_no_room_for_it(results, name):
+    """What the student's definitions map (1 GiB here, to free in the call) counts from before any code of
+    theirs ran: the definitions get 4 MiB of their own, so the reserve itself is refused there, and
+    neither memory check passes; the student reads why (the cell's error, or the allocation refused)."""
+    tests = [t for t in results[name]["tests"] if t["name"].endswith((MEMORY_TEST, FEW_QUERIES_TEST))]
+    assert len(tests) == 2 and all(t["score"] == 0 for t in tests), [t["output"] for t in tests]
+    for test in tests:
+        assert ("under the check's memory limit" in test["output"] and "Cannot allocate memory" in test["output"]) \
+            or "ran out of memory under a limit of 40.0 MiB" in test["output"], test["output"]
 
 
 def test_the_limit_sits_between_tiles_and_the_full_array():

@@ -42,6 +42,10 @@ class Budget:
 
 
 BUDGET_SPENT = "not run: the time budget for this whole submission ran out (see the note above)"
+# What the student's definitions may map beside a limited call (Submission.limited_call): the course's
+# own map nothing measurable (lesson 10's setup and solution cells: 0.0 MiB); small beside the 40 MiB
+# of lesson 10's memory check, whose (128, Lk) array exceeds it by 10 MiB.
+DEFINITIONS_ROOM = 4 * 2**20
 MAX_RESTARTS = 10   # cells that may hang or stop the worker, per notebook, before the student's own
                     # cells after them are no longer run
 
@@ -68,6 +72,7 @@ class Submission:
         self._definitions: dict[int, list] = {}   # checkpoint -> definition_cells up to it (fresh_call)
         self.stand_ins: list[dict] = []           # "substitute" requests in force (grading/independence.py)
         self.answerer = None                      # answers their questions (Child.request's on_ask)
+        self.fresh_errors: dict[str, str] = {}    # cell label -> why it failed in a child of its own only
 
     def _timed(self, action):
         """Run `action` (start or end a child): the time it takes is the student's."""
@@ -216,10 +221,11 @@ class Submission:
             if exercise is not None:
                 self._remaining[exercise] = budget - spent
 
-    def _fresh_child(self):
+    def _fresh_child(self, memory_bytes: int | None = None):
         """A child spawned for one call alone, in which the student's definitions (definition_cells,
         up to the exercise's checkpoint) have run; the caller ends it. Raises SubmissionFault when the
-        time budget runs out on the way."""
+        time budget runs out on the way. With `memory_bytes`, the definitions run with at most that
+        plus DEFINITIONS_ROOM more address space than the child maps before any code of the student's."""
         upto = self.program.checkpoints.get(self.exercise, len(self.program.cells))
         if upto not in self._definitions:   # the same for each of lesson 06's ten subjects
             self._definitions[upto] = definition_cells(self.program.cells[:upto])
@@ -230,14 +236,16 @@ class Submission:
         self._close_child()
         child = self._timed(lambda: self.sandbox.spawn(subject=True))
         try:
+            if memory_bytes is not None:
+                child.limit_memory(memory_bytes + DEFINITIONS_ROOM)
             for cell in cells:
                 if cell.label in self.skip_cells:
                     continue
                 started = time.monotonic()
                 try:
                     child.request("exec", self._allowance(self.time_limit), label=cell.label, source=cell.source)
-                except StudentError:
-                    pass                        # as in the notebook's run: the next cells still run
+                except StudentError as err:     # as in the notebook's run: the next cells still run
+                    self.fresh_errors.setdefault(cell.label, err.describe())
                 finally:
                     self.budget.spend(time.monotonic() - started)
             self._stand_ins_in(child)
@@ -277,15 +285,18 @@ class Submission:
 
     def limited_call(self, target, args, memory_bytes: int, seconds: float) -> dict:
         """Call `target` once under a memory limit the kernel enforces: in a fresh child (as
-        fresh_call) whose address space its worker limits, from outside and once the student's
-        definitions have run, to what it maps just then plus `memory_bytes` (Zygote.limit_memory;
-        the child starts no thread to act in between). Returns {"result", "peak"} (the peak as
-        tracemalloc saw it in the child: a description, never a verdict); raises StudentError for
-        the student's exception and SubmissionFault("memory") when an allocation was refused."""
-        child = self._fresh_child()
+        fresh_call) whose address space its worker limits, from outside (Zygote.limit_memory; the
+        child starts no thread to act in between). The limit counts from what the child maps before
+        any code of the student's runs: memory its definitions map and free again, or keep to free in
+        the call (an mmap'd reserve, an array made at import), is no room for the call; they get
+        DEFINITIONS_ROOM of their own. So the call gets `memory_bytes`, less what the definitions
+        still map beyond DEFINITIONS_ROOM. Returns {"result", "peak"} (the peak as tracemalloc saw it
+        in the child: a description, never a verdict); raises StudentError for the student's
+        exception and SubmissionFault("memory") when an allocation was refused."""
+        child = self._fresh_child(memory_bytes)
         started = time.monotonic()
         try:
-            child.limit_memory(memory_bytes)
+            child.limit_memory(memory_bytes)      # what it maps now plus memory_bytes, if that is lower
             return child.request("traced_call", self._allowance(seconds), on_ask=self.answerer,
                                  questions=self.budget.questions, target=target, args=args, trace=not self.stand_ins)
         finally:
@@ -300,4 +311,7 @@ class Submission:
             return self.program.problems[name]
         if name in self.cell_errors:
             return f"the cell '{name}' failed to run:\n{self.cell_errors[name]}"
+        if name in self.fresh_errors:    # e.g. under lesson 10's memory limit, which its definitions run under
+            return (f"the cell '{name}' failed to run in the separate process this check calls it in (under "
+                    f"the check's memory limit, if it has one):\n{self.fresh_errors[name]}")
         return None
