@@ -159,10 +159,16 @@ def _lower_limit(pid: int, value: int, uid: int | None) -> None:
         raise PermissionError(f"the limit of child {pid} could not be lowered as uid {uid}")
 
 
-def lower_memory_limit(pid: int, extra_bytes: int, uid: int | None) -> dict:
-    """Limit process `pid`'s address space to what it maps now plus `extra_bytes` (uid: its own uid,
-    or None where it shares the worker's): {"limited", "mapped"} in bytes."""
+def mapped_bytes(pid: int) -> int:
+    """What process `pid` maps (VmSize), in bytes."""
     with open(f"/proc/{pid}/status") as f:
-        mapped = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
-    _lower_limit(pid, mapped + extra_bytes, uid)
-    return {"limited": mapped + extra_bytes, "mapped": mapped}
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+
+
+def lower_memory_limit(pid: int, extra_bytes: int, uid: int | None, at_most: int | None = None) -> dict:
+    """Limit process `pid`'s address space to what it maps now plus `extra_bytes`, or to `at_most` if
+    that is lower (uid: its own uid, or None where it shares the worker's): {"limited", "mapped"} in bytes."""
+    mapped = mapped_bytes(pid)
+    limit = mapped + extra_bytes if at_most is None else min(mapped + extra_bytes, at_most)
+    _lower_limit(pid, limit, uid)
+    return {"limited": limit, "mapped": mapped}

@@ -61,10 +61,10 @@ class Child:
         finish within `timeout` seconds, and the time its questions took (frames.recv_reply: a
         stand-in's, answered by `on_ask`, each within answering.ANSWER_MEMORY) besides, up to
         `questions` seconds."""
+        self.credit = 0.0
         if not self.alive:
             raise SubmissionFault("crash", "the worker process had already stopped")
         deadline = time.monotonic() + max(timeout, 0.05)
-        self.credit = 0.0
         watch = Watch(op, args)   # a watched call's arguments: in memory the grader reads back itself
         try:
             try:
@@ -97,9 +97,14 @@ class Child:
                                             + str(error.get("message", ""))[:200])
         raise StudentError(error)
 
-    def limit_memory(self, extra_bytes: int) -> None:
-        """Have the worker limit this child's address space to what it maps now plus `extra_bytes`."""
-        self.sandbox.limit_memory(self.pid, extra_bytes)
+    def limit_memory(self, extra_bytes: int, at_most: int | None = None) -> None:
+        """Have the worker limit this child's address space to what it maps now plus `extra_bytes`, or to
+        `at_most` bytes if that is lower."""
+        self.sandbox.limit_memory(self.pid, extra_bytes, at_most)
+
+    def mapped(self) -> int:
+        """What this child maps now, in bytes (read by the worker)."""
+        return self.sandbox.mapped(self.pid)
 
     def close(self) -> None:
         """End the child and everything it started; returns once the worker has stopped and killed
@@ -333,11 +338,19 @@ class Sandbox:
         self.spawned += 1
         return Child(self, int(reply["pid"]), ours, self.layers)
 
-    def limit_memory(self, pid: int, extra_bytes: int) -> None:
+    def limit_memory(self, pid: int, extra_bytes: int, at_most: int | None = None) -> None:
         """The worker lowers child `pid`'s address-space limit (Zygote.limit_memory)."""
-        reply = self._ask({"op": "limit", "pid": int(pid), "memory_bytes": int(extra_bytes)})
+        reply = self._ask({"op": "limit", "pid": int(pid), "memory_bytes": int(extra_bytes),
+                           "at_most": None if at_most is None else int(at_most)})
         if "limited" not in reply:
             raise SandboxBroken(f"the worker could not limit a child's memory: {reply.get('error')}")
+
+    def mapped(self, pid: int) -> int:
+        """What child `pid` maps now (Zygote.mapped)."""
+        reply = self._ask({"op": "mapped", "pid": int(pid)})
+        if not isinstance(reply.get("mapped"), int):
+            raise SandboxBroken(f"the worker could not read a child's memory: {reply.get('error')}")
+        return reply["mapped"]
 
     def end(self, pid: int) -> None:
         """Kill a child and all it started. The worker answers once all of it is stopped and killed,

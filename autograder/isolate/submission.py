@@ -42,9 +42,10 @@ class Budget:
 
 
 BUDGET_SPENT = "not run: the time budget for this whole submission ran out (see the note above)"
-# What the student's definitions may map beside a limited call (Submission.limited_call): the course's
-# own map nothing measurable (lesson 10's setup and solution cells: 0.0 MiB); small beside the 40 MiB
-# of lesson 10's memory check, whose (128, Lk) array exceeds it by 10 MiB.
+# What the student's definitions may keep mapped beside a limited call (Submission.limited_call) and
+# still give the call all of its limit: the course's keep nothing measurable (lesson 10's setup and
+# solution cells: 0.0 MiB); small beside the 40 MiB of lesson 10's memory check, whose (128, Lk)
+# array exceeds it by 10 MiB.
 DEFINITIONS_ROOM = 4 * 2**20
 MAX_RESTARTS = 10   # cells that may hang or stop the worker, per notebook, before the student's own
                     # cells after them are no longer run
@@ -207,6 +208,7 @@ class Submission:
             self._run_until(self.target)
         budget = self._remaining.get(exercise, self.time_limit)
         child, started = self.child, time.monotonic()
+        child.credit = 0.0     # this request's questions only, if it fails before it is sent (a spent budget)
         try:
             return child.request(op, self._allowance(budget), on_ask=getattr(self, "answerer", None),
                                  questions=self.budget.questions, **args)
@@ -221,11 +223,11 @@ class Submission:
             if exercise is not None:
                 self._remaining[exercise] = budget - spent
 
-    def _fresh_child(self, memory_bytes: int | None = None):
+    def _fresh_child(self, measured: bool = False):
         """A child spawned for one call alone, in which the student's definitions (definition_cells,
         up to the exercise's checkpoint) have run; the caller ends it. Raises SubmissionFault when the
-        time budget runs out on the way. With `memory_bytes`, the definitions run with at most that
-        plus DEFINITIONS_ROOM more address space than the child maps before any code of the student's."""
+        time budget runs out on the way. `measured`: child.mapped_at_start is what it mapped before any
+        code of the student's ran (limited_call)."""
         upto = self.program.checkpoints.get(self.exercise, len(self.program.cells))
         if upto not in self._definitions:   # the same for each of lesson 06's ten subjects
             self._definitions[upto] = definition_cells(self.program.cells[:upto])
@@ -236,8 +238,7 @@ class Submission:
         self._close_child()
         child = self._timed(lambda: self.sandbox.spawn(subject=True))
         try:
-            if memory_bytes is not None:
-                child.limit_memory(memory_bytes + DEFINITIONS_ROOM)
+            child.mapped_at_start = child.mapped() if measured else None
             for cell in cells:
                 if cell.label in self.skip_cells:
                     continue
@@ -285,18 +286,18 @@ class Submission:
 
     def limited_call(self, target, args, memory_bytes: int, seconds: float) -> dict:
         """Call `target` once under a memory limit the kernel enforces: in a fresh child (as
-        fresh_call) whose address space its worker limits, from outside (Zygote.limit_memory; the
-        child starts no thread to act in between). The limit counts from what the child maps before
-        any code of the student's runs: memory its definitions map and free again, or keep to free in
-        the call (an mmap'd reserve, an array made at import), is no room for the call; they get
-        DEFINITIONS_ROOM of their own. So the call gets `memory_bytes`, less what the definitions
-        still map beyond DEFINITIONS_ROOM. Returns {"result", "peak"} (the peak as tracemalloc saw it
-        in the child: a description, never a verdict); raises StudentError for the student's
-        exception and SubmissionFault("memory") when an allocation was refused."""
-        child = self._fresh_child(memory_bytes)
+        fresh_call) whose address space its worker limits, from outside and once the student's
+        definitions have run, to what it maps just then plus `memory_bytes` (Zygote.limit_memory; the
+        child starts no thread to act in between), but never past what it mapped before any code of
+        the student's ran plus `memory_bytes` and DEFINITIONS_ROOM: memory the definitions keep to
+        free in the call (an mmap'd reserve, an array made at import) is no room for the call.
+        Returns {"result", "peak"} (the peak as tracemalloc saw it in the child: a description,
+        never a verdict); raises StudentError for the student's exception and
+        SubmissionFault("memory") when an allocation was refused."""
+        child = self._fresh_child(measured=True)
         started = time.monotonic()
         try:
-            child.limit_memory(memory_bytes)      # what it maps now plus memory_bytes, if that is lower
+            child.limit_memory(memory_bytes, at_most=child.mapped_at_start + memory_bytes + DEFINITIONS_ROOM)
             return child.request("traced_call", self._allowance(seconds), on_ask=self.answerer,
                                  questions=self.budget.questions, target=target, args=args, trace=not self.stand_ins)
         finally:

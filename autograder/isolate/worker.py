@@ -13,9 +13,11 @@ torch), then answers the grader on its control socket:
                                          folder once all of it is seen gone (Zygote.sweep)
   {"op": "load", "extras": [...]}     -> imports (and warms up) more of EXTRAS, for the children
                                          forked after it; replies {"loaded": [...], "seconds"}
-  {"op": "limit", "pid": N, "memory_bytes": M}
+  {"op": "limit", "pid": N, "memory_bytes": M, "at_most": A}
                                       -> lowers that child's address-space limit to what it maps now
-                                         plus M (Zygote.limit_memory); replies {"limited", "mapped"}
+                                         plus M, or A if lower (Zygote.limit_memory); replies
+                                         {"limited", "mapped"}
+  {"op": "mapped", "pid": N}          -> {"mapped": what that child maps now, in bytes}
 
 The worker never runs student code; the children do. It is a subreaper (and, in a pid
 namespace, pid 1), so every process a child starts stays in its tree and can be found and killed.
@@ -35,7 +37,8 @@ import time
 
 from autograder.isolate.preload import EXTRAS, _preload, load_extras  # noqa: F401 - EXTRAS: sandbox, runner
 from autograder.isolate.processes import (_as_user, _can_change_user, _cannot_run_again, _kill_as_users,
-                                          _processes, _signal_all, _tree, lower_memory_limit)
+                                          _processes, _signal_all, _tree, lower_memory_limit,
+                                          mapped_bytes)
 
 PR_SET_CHILD_SUBREAPER = 36
 SWEEP_EVERY = 0.001      # seconds between passes while an ended child is not yet gone
@@ -116,7 +119,14 @@ class Zygote:
         self.sweep()
         return {"ended": True}
 
-    def limit_memory(self, pid: int, extra_bytes: int, owner: int = 0) -> dict:
+    def mapped(self, pid: int, owner: int = 0) -> dict:
+        """What a live child maps now (Submission.limited_call: before any code of the student's runs)."""
+        info = self.children.get(pid)
+        if info is None or info["owner"] != owner:
+            return {"error": "not a live child of this job"}
+        return {"mapped": mapped_bytes(pid)}
+
+    def limit_memory(self, pid: int, extra_bytes: int, owner: int = 0, at_most: int | None = None) -> dict:
         """Lower a live child's address-space limit (RLIMIT_AS), soft and hard, to what it maps now plus
         `extra_bytes` (Submission.limited_call: after the student's definitions ran, before the one
         call it limits). Set from here, not by the child, so no code of the student's can skip it,
@@ -124,7 +134,7 @@ class Zygote:
         info = self.children.get(pid)
         if info is None or info["owner"] != owner:
             return {"error": "not a live child of this job"}
-        return lower_memory_limit(pid, extra_bytes, info["uid"])
+        return lower_memory_limit(pid, extra_bytes, info["uid"], at_most)
 
     def sweep(self) -> None:
         """One pass over the process table: every process of a dying child's tree or uid, and every
@@ -207,7 +217,11 @@ class Zygote:
             elif request.get("op") == "end":
                 reply = self.end(int(request["pid"]), owner)
             elif request.get("op") == "limit":
-                reply = self.limit_memory(int(request["pid"]), int(request["memory_bytes"]), owner)
+                at_most = request.get("at_most")
+                reply = self.limit_memory(int(request["pid"]), int(request["memory_bytes"]), owner,
+                                          None if at_most is None else int(at_most))
+            elif request.get("op") == "mapped":
+                reply = self.mapped(int(request["pid"]), owner)
             elif request.get("op") == "load":
                 started = time.monotonic()
                 reply = {"loaded": load_extras(request.get("extras") or ()),
