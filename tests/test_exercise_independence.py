@@ -111,6 +111,7 @@ def test_selfcheck_of_a_correct_pair_says_nothing_more():
     assert score == 6 and "in its place" not in out.getvalue(), out.getvalue()
 
 
+@pytest.mark.slow
 def test_lesson04_under_a_course_secret_answers_from_the_hidden_example(tmp_path):
     """Under a course secret lesson 04 grades on a hidden example (other X and W matrices, put in the
     student's notebook). The stand-in for a wrong worked_example answered from the public example's
