@@ -69,7 +69,31 @@ def _variants() -> dict[str, str]:
     assert one_tile != ref and raises_limit != one_tile and lies != one_tile
     assert reserve != one_tile and made_at_import != one_tile
     return {"reference": ref, "one_tile": one_tile, "raises_limit": raises_limit, "lies_to_tracemalloc": lies,
-            "reserve_freed_in_the_call": reserve, "array_made_at_import": made_at_import}
+            "reserve_freed_in_the_call": reserve, "array_made_at_import": made_at_import,
+            "scores_in_place": SCORES_IN_PLACE}
+
+
+# All the scores at once, as one (Lq, Lk) array worked on in place: one (143, ~51,200) array of 56 MiB in
+# the few-queries check. It scored there: glibc, when mmap is refused, retries in another arena, whose
+# heap (64 MiB reserved, inherited from the worker's threads) grows by mprotect, which RLIMIT_AS does
+# not count; the worker runs with MALLOC_ARENA_MAX=1 (isolate/bwrap.py).
+SCORES_IN_PLACE = """def flash_attention(q, k, v, causal=False, block_size=64):
+    Lq, Lk = q.shape[-2], k.shape[-2]
+    s = np.einsum("...qd,...kd->...qk", q, k)
+    s *= 1.0 / math.sqrt(q.shape[-1])
+    if causal:
+        for i in range(Lq):
+            s[..., i, i + 1 + Lk - Lq:] = -np.inf
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    s -= m
+    np.exp(s, out=s)
+    l = s.sum(axis=-1)
+    seen = l > 0
+    out = np.where(seen[..., None], np.einsum("...qk,...kd->...qd", s, v) / np.where(seen, l, 1.0)[..., None], 0.0)
+    with np.errstate(divide="ignore"):
+        return out, np.where(seen, m[..., 0] + np.log(np.where(seen, l, 1.0)), -np.inf)
+"""
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +115,7 @@ def test_tiles_pass_under_the_limit(graded):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["one_tile", "raises_limit", "lies_to_tracemalloc", "reserve_freed_in_the_call",
-                                  "array_made_at_import"])
+@pytest.mark.parametrize("name", ["one_tile", "raises_limit", "lies_to_tracemalloc", "scores_in_place"])
 def test_one_full_array_is_refused_and_named(graded, name):
     test = graded[name]
     assert test["score"] == 0 and "mistake:materialises-scores" in test["tags"], test["output"]
@@ -101,11 +124,20 @@ def test_one_full_array_is_refused_and_named(graded, name):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["reserve_freed_in_the_call", "array_made_at_import"])
-def test_memory_mapped_before_the_call_is_no_room_for_it(results, name):
-    """The few-queries check too: the limit counts from what the child mapped before any code of the
-    student's ran (plus 4 MiB for the definitions), so the 1 GiB the definitions mapped and the call
-    frees is no room for a (128, Lk) array."""
-    test = next(t for t in results[name]["tests"] if t["name"].endswith(FEW_QUERIES_TEST))
+def test_memory_the_definitions_keep_is_no_room_for_the_call(results, name):
+    """The limit counts from what the child mapped before any code of the student's ran (plus 4 MiB for
+    the definitions): the 1 GiB the definitions keep, to free in the call, leaves the call no room, and
+    it is not made; both memory checks fail and say why (they scored 2/2 before)."""
+    tests = [t for t in results[name]["tests"] if t["name"].endswith((MEMORY_TEST, FEW_QUERIES_TEST))]
+    assert len(tests) == 2 and all(t["score"] == 0 for t in tests), [t["output"] for t in tests]
+    assert all("not called: the notebook's definitions keep 1024.0 MiB mapped" in t["output"] for t in tests)
+
+
+@pytest.mark.slow
+def test_a_glibc_arena_is_no_room_for_the_call(results):
+    """All the scores at once, in place (one (143, Lk) array of 56 MiB), in the few-queries check: refused
+    and named, as the check means (it scored: see SCORES_IN_PLACE)."""
+    test = next(t for t in results["scores_in_place"]["tests"] if t["name"].endswith(FEW_QUERIES_TEST))
     assert test["score"] == 0 and "mistake:materialises-scores" in test["tags"], test["output"]
     assert "ran out of memory under a limit of 40.0 MiB" in test["output"]
 

@@ -32,7 +32,10 @@ WORKER_MODULES = ["__init__.py", "run/__init__.py", "run/bounds.py", "run/execut
                   "isolate/__init__.py", "isolate/worker.py", "isolate/confine.py", "isolate/processes.py"]
 SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
                "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.matplotlib", "OMP_NUM_THREADS": "1",
-               "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+               "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+               # one malloc arena: when mmap is refused, glibc retries in another arena, whose heap (64 MiB
+               # reserved, PROT_NONE) grows by mprotect, which RLIMIT_AS does not count (lesson 10's memory check)
+               "MALLOC_ARENA_MAX": "1"}
 
 
 def sandbox_env(extras=()) -> dict[str, str]:

@@ -97,10 +97,10 @@ class Child:
                                             + str(error.get("message", ""))[:200])
         raise StudentError(error)
 
-    def limit_memory(self, extra_bytes: int, at_most: int | None = None) -> None:
+    def limit_memory(self, extra_bytes: int, at_most: int | None = None) -> dict:
         """Have the worker limit this child's address space to what it maps now plus `extra_bytes`, or to
-        `at_most` bytes if that is lower."""
-        self.sandbox.limit_memory(self.pid, extra_bytes, at_most)
+        `at_most` bytes if that is lower: {"limited", "mapped"} in bytes."""
+        return self.sandbox.limit_memory(self.pid, extra_bytes, at_most)
 
     def mapped(self) -> int:
         """What this child maps now, in bytes (read by the worker)."""
@@ -338,12 +338,13 @@ class Sandbox:
         self.spawned += 1
         return Child(self, int(reply["pid"]), ours, self.layers)
 
-    def limit_memory(self, pid: int, extra_bytes: int, at_most: int | None = None) -> None:
-        """The worker lowers child `pid`'s address-space limit (Zygote.limit_memory)."""
+    def limit_memory(self, pid: int, extra_bytes: int, at_most: int | None = None) -> dict:
+        """The worker lowers child `pid`'s address-space limit (Zygote.limit_memory): {"limited", "mapped"}."""
         reply = self._ask({"op": "limit", "pid": int(pid), "memory_bytes": int(extra_bytes),
                            "at_most": None if at_most is None else int(at_most)})
-        if "limited" not in reply:
+        if not (isinstance(reply.get("limited"), int) and isinstance(reply.get("mapped"), int)):
             raise SandboxBroken(f"the worker could not limit a child's memory: {reply.get('error')}")
+        return reply
 
     def mapped(self, pid: int) -> int:
         """What child `pid` maps now (Zygote.mapped)."""

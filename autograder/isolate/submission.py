@@ -297,7 +297,12 @@ class Submission:
         child = self._fresh_child(measured=True)
         started = time.monotonic()
         try:
-            child.limit_memory(memory_bytes, at_most=child.mapped_at_start + memory_bytes + DEFINITIONS_ROOM)
+            limit = child.limit_memory(memory_bytes, at_most=child.mapped_at_start + memory_bytes + DEFINITIONS_ROOM)
+            if limit["limited"] - limit["mapped"] < memory_bytes // 4:   # too little left to even read the request
+                kept = (limit["mapped"] - child.mapped_at_start) / 2**20
+                raise SubmissionFault("memory", f"not called: the notebook's definitions keep {kept:.1f} MiB mapped in "
+                                                f"that process, and the call may use at most "
+                                                f"{(memory_bytes + DEFINITIONS_ROOM) / 2**20:.1f} MiB with them")
             return child.request("traced_call", self._allowance(seconds), on_ask=self.answerer,
                                  questions=self.budget.questions, target=target, args=args, trace=not self.stand_ins)
         finally:
