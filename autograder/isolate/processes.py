@@ -126,16 +126,20 @@ def _kill_as_users(uids) -> None:
         _as_user(uid, lambda: os.kill(-1, signal.SIGKILL))
 
 
-def _lower_limit(pid: int, value: int, uid: int | None) -> None:
-    """prlimit(pid, RLIMIT_AS) to (value, value), never above the hard limit it has. Reading or lowering
-    another process's limit takes its uids (the worker has no CAP_SYS_RESOURCE in bubblewrap): a child
-    with a uid of its own is limited from a short-lived process of that uid, as _as_user does."""
+def _lower_limit(pid: int, value: int, uid: int | None, data: int | None = None) -> None:
+    """prlimit(pid, RLIMIT_AS) to (value, value), and RLIMIT_DATA to (data, data) if given, never above
+    the hard limits it has. Reading or lowering another process's limit takes its uids (the worker has
+    no CAP_SYS_RESOURCE in bubblewrap): a child with a uid of its own is limited from a short-lived
+    process of that uid, as _as_user does."""
     import resource
 
     def lower():
-        _soft, hard = resource.prlimit(pid, resource.RLIMIT_AS)
-        lowest = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.prlimit(pid, resource.RLIMIT_AS, (lowest, lowest))
+        for which, to in ((resource.RLIMIT_AS, value), (resource.RLIMIT_DATA, data)):
+            if to is None:
+                continue
+            _soft, hard = resource.prlimit(pid, which)
+            lowest = to if hard == resource.RLIM_INFINITY else min(to, hard)
+            resource.prlimit(pid, which, (lowest, lowest))
     if uid is None:
         lower()
         return
@@ -159,16 +163,21 @@ def _lower_limit(pid: int, value: int, uid: int | None) -> None:
         raise PermissionError(f"the limit of child {pid} could not be lowered as uid {uid}")
 
 
-def mapped_bytes(pid: int) -> int:
-    """What process `pid` maps (VmSize), in bytes."""
+def mapped_bytes(pid: int, field: str = "VmSize") -> int:
+    """What process `pid` maps (VmSize), or of it what is private and writable (VmData), in bytes."""
     with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
 
 
-def lower_memory_limit(pid: int, extra_bytes: int, uid: int | None, at_most: int | None = None) -> dict:
+def lower_memory_limit(pid: int, extra_bytes: int, uid: int | None, at_most: int | None = None,
+                       data_at_most: int | None = None) -> dict:
     """Limit process `pid`'s address space to what it maps now plus `extra_bytes`, or to `at_most` if
-    that is lower (uid: its own uid, or None where it shares the worker's): {"limited", "mapped"} in bytes."""
+    that is lower (uid: its own uid, or None where it shares the worker's): {"limited", "mapped"} in
+    bytes. With `data_at_most`, its private writable memory (RLIMIT_DATA: the heap and anonymous maps,
+    never a library's code) likewise, to what it has now plus `extra_bytes` or `data_at_most`: unmapping
+    libraries gives address space back, never data."""
     mapped = mapped_bytes(pid)
     limit = mapped + extra_bytes if at_most is None else min(mapped + extra_bytes, at_most)
-    _lower_limit(pid, limit, uid)
+    data = None if data_at_most is None else min(mapped_bytes(pid, "VmData") + extra_bytes, data_at_most)
+    _lower_limit(pid, limit, uid, data)
     return {"limited": limit, "mapped": mapped}

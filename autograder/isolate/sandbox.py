@@ -97,13 +97,14 @@ class Child:
                                             + str(error.get("message", ""))[:200])
         raise StudentError(error)
 
-    def limit_memory(self, extra_bytes: int, at_most: int | None = None) -> dict:
+    def limit_memory(self, extra_bytes: int, at_most: int | None = None, data_at_most: int | None = None) -> dict:
         """Have the worker limit this child's address space to what it maps now plus `extra_bytes`, or to
-        `at_most` bytes if that is lower: {"limited", "mapped"} in bytes."""
-        return self.sandbox.limit_memory(self.pid, extra_bytes, at_most)
+        `at_most` bytes if that is lower (its private writable memory likewise, or `data_at_most`):
+        {"limited", "mapped"} in bytes."""
+        return self.sandbox.limit_memory(self.pid, extra_bytes, at_most, data_at_most)
 
-    def mapped(self) -> int:
-        """What this child maps now, in bytes (read by the worker)."""
+    def mapped(self) -> dict:
+        """What this child maps now, {"mapped", "data"} in bytes (read by the worker)."""
         return self.sandbox.mapped(self.pid)
 
     def close(self) -> None:
@@ -338,20 +339,22 @@ class Sandbox:
         self.spawned += 1
         return Child(self, int(reply["pid"]), ours, self.layers)
 
-    def limit_memory(self, pid: int, extra_bytes: int, at_most: int | None = None) -> dict:
+    def limit_memory(self, pid: int, extra_bytes: int, at_most: int | None = None,
+                     data_at_most: int | None = None) -> dict:
         """The worker lowers child `pid`'s address-space limit (Zygote.limit_memory): {"limited", "mapped"}."""
         reply = self._ask({"op": "limit", "pid": int(pid), "memory_bytes": int(extra_bytes),
-                           "at_most": None if at_most is None else int(at_most)})
+                           "at_most": None if at_most is None else int(at_most),
+                           "data_at_most": None if data_at_most is None else int(data_at_most)})
         if not (isinstance(reply.get("limited"), int) and isinstance(reply.get("mapped"), int)):
             raise SandboxBroken(f"the worker could not limit a child's memory: {reply.get('error')}")
         return reply
 
-    def mapped(self, pid: int) -> int:
-        """What child `pid` maps now (Zygote.mapped)."""
+    def mapped(self, pid: int) -> dict:
+        """What child `pid` maps now, {"mapped", "data"} (Zygote.mapped)."""
         reply = self._ask({"op": "mapped", "pid": int(pid)})
-        if not isinstance(reply.get("mapped"), int):
+        if not (isinstance(reply.get("mapped"), int) and isinstance(reply.get("data"), int)):
             raise SandboxBroken(f"the worker could not read a child's memory: {reply.get('error')}")
-        return reply["mapped"]
+        return reply
 
     def end(self, pid: int) -> None:
         """Kill a child and all it started. The worker answers once all of it is stopped and killed,

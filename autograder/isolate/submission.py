@@ -227,7 +227,7 @@ class Submission:
         """A child spawned for one call alone, in which the student's definitions (definition_cells,
         up to the exercise's checkpoint) have run; the caller ends it. Raises SubmissionFault when the
         time budget runs out on the way. `measured`: child.mapped_at_start is what it mapped before any
-        code of the student's ran (limited_call)."""
+        code of the student's ran, {"mapped", "data"} (limited_call)."""
         upto = self.program.checkpoints.get(self.exercise, len(self.program.cells))
         if upto not in self._definitions:   # the same for each of lesson 06's ten subjects
             self._definitions[upto] = definition_cells(self.program.cells[:upto])
@@ -290,16 +290,19 @@ class Submission:
         definitions have run, to what it maps just then plus `memory_bytes` (Zygote.limit_memory; the
         child starts no thread to act in between), but never past what it mapped before any code of
         the student's ran plus `memory_bytes` and DEFINITIONS_ROOM: memory the definitions keep to
-        free in the call (an mmap'd reserve, an array made at import) is no room for the call.
+        free in the call (an mmap'd reserve, an array made at import) is no room for the call. Its
+        private writable memory (RLIMIT_DATA) is limited the same way, so that unmapping the
+        worker's libraries (address space, never data) is no room either.
         Returns {"result", "peak"} (the peak as tracemalloc saw it in the child: a description,
         never a verdict); raises StudentError for the student's exception and
         SubmissionFault("memory") when an allocation was refused."""
         child = self._fresh_child(measured=True)
         started = time.monotonic()
         try:
-            limit = child.limit_memory(memory_bytes, at_most=child.mapped_at_start + memory_bytes + DEFINITIONS_ROOM)
+            start, allowed = child.mapped_at_start, memory_bytes + DEFINITIONS_ROOM
+            limit = child.limit_memory(memory_bytes, at_most=start["mapped"] + allowed, data_at_most=start["data"] + allowed)
             if limit["limited"] - limit["mapped"] < memory_bytes // 4:   # too little left to even read the request
-                kept = (limit["mapped"] - child.mapped_at_start) / 2**20
+                kept = (limit["mapped"] - start["mapped"]) / 2**20
                 raise SubmissionFault("memory", f"not called: the notebook's definitions keep {kept:.1f} MiB mapped in "
                                                 f"that process, and the call may use at most "
                                                 f"{(memory_bytes + DEFINITIONS_ROOM) / 2**20:.1f} MiB with them")

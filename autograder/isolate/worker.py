@@ -13,11 +13,12 @@ torch), then answers the grader on its control socket:
                                          folder once all of it is seen gone (Zygote.sweep)
   {"op": "load", "extras": [...]}     -> imports (and warms up) more of EXTRAS, for the children
                                          forked after it; replies {"loaded": [...], "seconds"}
-  {"op": "limit", "pid": N, "memory_bytes": M, "at_most": A}
+  {"op": "limit", "pid": N, "memory_bytes": M, "at_most": A, "data_at_most": D}
                                       -> lowers that child's address-space limit to what it maps now
-                                         plus M, or A if lower (Zygote.limit_memory); replies
-                                         {"limited", "mapped"}
-  {"op": "mapped", "pid": N}          -> {"mapped": what that child maps now, in bytes}
+                                         plus M, or A if lower, and its data limit likewise, or D
+                                         (Zygote.limit_memory); replies {"limited", "mapped"}
+  {"op": "mapped", "pid": N}          -> {"mapped": what that child maps now, "data": of it, what is
+                                         private and writable (VmData), in bytes}
 
 The worker never runs student code; the children do. It is a subreaper (and, in a pid
 namespace, pid 1), so every process a child starts stays in its tree and can be found and killed.
@@ -124,9 +125,10 @@ class Zygote:
         info = self.children.get(pid)
         if info is None or info["owner"] != owner:
             return {"error": "not a live child of this job"}
-        return {"mapped": mapped_bytes(pid)}
+        return {"mapped": mapped_bytes(pid), "data": mapped_bytes(pid, "VmData")}
 
-    def limit_memory(self, pid: int, extra_bytes: int, owner: int = 0, at_most: int | None = None) -> dict:
+    def limit_memory(self, pid: int, extra_bytes: int, owner: int = 0, at_most: int | None = None,
+                     data_at_most: int | None = None) -> dict:
         """Lower a live child's address-space limit (RLIMIT_AS), soft and hard, to what it maps now plus
         `extra_bytes` (Submission.limited_call: after the student's definitions ran, before the one
         call it limits). Set from here, not by the child, so no code of the student's can skip it,
@@ -134,7 +136,7 @@ class Zygote:
         info = self.children.get(pid)
         if info is None or info["owner"] != owner:
             return {"error": "not a live child of this job"}
-        return lower_memory_limit(pid, extra_bytes, info["uid"], at_most)
+        return lower_memory_limit(pid, extra_bytes, info["uid"], at_most, data_at_most)
 
     def sweep(self) -> None:
         """One pass over the process table: every process of a dying child's tree or uid, and every
@@ -217,9 +219,9 @@ class Zygote:
             elif request.get("op") == "end":
                 reply = self.end(int(request["pid"]), owner)
             elif request.get("op") == "limit":
-                at_most = request.get("at_most")
+                at_most, data = request.get("at_most"), request.get("data_at_most")
                 reply = self.limit_memory(int(request["pid"]), int(request["memory_bytes"]), owner,
-                                          None if at_most is None else int(at_most))
+                                          None if at_most is None else int(at_most), None if data is None else int(data))
             elif request.get("op") == "mapped":
                 reply = self.mapped(int(request["pid"]), owner)
             elif request.get("op") == "load":
