@@ -14,7 +14,6 @@ a SubmissionFault of the student it was serving.
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
 import subprocess
@@ -56,7 +55,7 @@ class Child:
         self.alive = True
         self.credit = 0.0      # seconds of the last request spent in its questions (not the student's)
 
-    def request(self, op: str, timeout: float, on_ask=None, questions: float = math.inf, **args):
+    def request(self, op: str, timeout: float, on_ask=None, questions: float = float("inf"), **args):
         """Send one request; return the decoded reply value or raise. The whole exchange must
         finish within `timeout` seconds, and the time its questions took (frames.recv_reply: a
         stand-in's, answered by `on_ask`, each within answering.ANSWER_MEMORY) besides, up to
@@ -98,13 +97,10 @@ class Child:
         raise StudentError(error)
 
     def limit_memory(self, extra_bytes: int, at_most: int | None = None, data_at_most: int | None = None) -> dict:
-        """Have the worker limit this child's address space to what it maps now plus `extra_bytes`, or to
-        `at_most` bytes if that is lower (its private writable memory likewise, or `data_at_most`):
-        {"limited", "mapped"} in bytes."""
+        """The worker limits this child's memory (Zygote.limit_memory): {"limited", "mapped"}."""
         return self.sandbox.limit_memory(self.pid, extra_bytes, at_most, data_at_most)
 
     def mapped(self) -> dict:
-        """What this child maps now, {"mapped", "data"} in bytes (read by the worker)."""
         return self.sandbox.mapped(self.pid)
 
     def close(self) -> None:
@@ -350,7 +346,7 @@ class Sandbox:
         return reply
 
     def mapped(self, pid: int) -> dict:
-        """What child `pid` maps now, {"mapped", "data"} (Zygote.mapped)."""
+        """What child `pid` maps now, {"mapped", "data"} in bytes (Zygote.mapped)."""
         reply = self._ask({"op": "mapped", "pid": int(pid)})
         if not (isinstance(reply.get("mapped"), int) and isinstance(reply.get("data"), int)):
             raise SandboxBroken(f"the worker could not read a child's memory: {reply.get('error')}")
