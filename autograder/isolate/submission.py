@@ -300,7 +300,8 @@ class Submission:
         started = time.monotonic()
         try:
             start, allowed = child.mapped_at_start, memory_bytes + DEFINITIONS_ROOM
-            limit = child.limit_memory(memory_bytes, at_most=start["mapped"] + allowed, data_at_most=start["data"] + allowed)
+            limit = child.limit_memory(memory_bytes, at_most=start["mapped"] + allowed,
+                                       data_at_most=start["data"] + allowed)
             if limit["limited"] - limit["mapped"] < memory_bytes // 4:   # too little left to even read the request
                 kept = (limit["mapped"] - start["mapped"]) / 2**20
                 raise SubmissionFault("memory", f"not called: the notebook's definitions keep {kept:.1f} MiB mapped in "

@@ -221,7 +221,8 @@ class Zygote:
             elif request.get("op") == "limit":
                 at_most, data = request.get("at_most"), request.get("data_at_most")
                 reply = self.limit_memory(int(request["pid"]), int(request["memory_bytes"]), owner,
-                                          None if at_most is None else int(at_most), None if data is None else int(data))
+                                          None if at_most is None else int(at_most),
+                                          None if data is None else int(data))
             elif request.get("op") == "mapped":
                 reply = self.mapped(int(request["pid"]), owner)
             elif request.get("op") == "load":
