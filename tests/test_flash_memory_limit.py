@@ -59,18 +59,14 @@ def _variants() -> dict[str, str]:
                             "    tracemalloc.get_traced_memory = lambda: (0, 0)\n"
                             "    tracemalloc.stop()\n")
     # memory mapped before the limit and freed in the call: a reserve of address space made at import and
-    # unmapped, or an array made at import and dropped (both scored 2/2 when the limit counted from
-    # what the child mapped after the student's definitions)
+    # unmapped (it scored 2/2 when the limit counted from what the child mapped after the student's
+    # definitions; so did an array made at import and dropped, the same room by another name)
     signature = "def flash_attention(q, k, v, causal=False, block_size=64):\n"
     reserve = one_tile.replace(signature, "import mmap as _mmap\n_RESERVE = [_mmap.mmap(-1, 1 << 30)]\n" + signature
                                + "    while _RESERVE:\n        _RESERVE.pop().close()\n")
-    made_at_import = one_tile.replace(signature, "_MADE = [np.ones((1 << 30) // 8)]\n" + signature
-                                      + "    _MADE.clear()\n")
-    assert one_tile != ref and raises_limit != one_tile and lies != one_tile
-    assert reserve != one_tile and made_at_import != one_tile
+    assert one_tile != ref and raises_limit != one_tile and lies != one_tile and reserve != one_tile
     return {"reference": ref, "one_tile": one_tile, "raises_limit": raises_limit, "lies_to_tracemalloc": lies,
-            "reserve_freed_in_the_call": reserve, "array_made_at_import": made_at_import,
-            "scores_in_place": SCORES_IN_PLACE,
+            "reserve_freed_in_the_call": reserve, "scores_in_place": SCORES_IN_PLACE,
             "libraries_unmapped": UNMAP_LIBRARIES + SCORES_IN_PLACE.replace(
                 signature, signature + "    if not _FREED:\n        _FREED.append(_unmap())\n")}
 
@@ -151,7 +147,7 @@ def test_one_full_array_is_refused_and_named(graded, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["reserve_freed_in_the_call", "array_made_at_import"])
+@pytest.mark.parametrize("name", ["reserve_freed_in_the_call"])
 def test_memory_the_definitions_keep_is_no_room_for_the_call(results, name):
     """The limit counts from what the child mapped before any code of the student's ran (plus 4 MiB for
     the definitions): the 1 GiB the definitions keep, to free in the call, leaves the call no room, and
