@@ -190,10 +190,13 @@ def measure(read: dict[str, dict[str, str]], words: int):
     """{line: {where}} and {line: {student}} for every line that keeps English."""
     run = _run_pattern(words)
     where, who = defaultdict(set), defaultdict(set)
+    # the students' names (their folders: "crash, hang, ...") are theirs, not words of ours
+    names = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, sorted(filter(None, read), key=len, reverse=True)))
+                       + r")(?![\w-])") if any(read) else None
     for student, pages in read.items():
         for name, text in pages.items():
             for line in _lines(text):
-                if english_runs_of_line(line, run):
+                if english_runs_of_line(names.sub(" ", line) if names else line, run):
                     key = re.sub(r"\s+", " ", line.strip())
                     where[key].add(name)
                     if student:
