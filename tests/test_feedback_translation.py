@@ -371,3 +371,16 @@ def test_each_phrase_is_still_written_somewhere():
             if len(words) >= 2 and not any(_covered(words, w) for w in written if set(words) & set(w)):
                 stale.append(f"{template!r}: {piece!r}")
     assert not stale, "pieces of report/phrases.py no string of the package writes any more:\n" + "\n".join(stale)
+
+
+@pytest.mark.parametrize("names", [["helper"], [f"name{i}" for i in range(7)]])
+def test_the_self_checks_kernel_note_is_translated(monkeypatch, names):
+    """load/kernel_state.note, the self-check's line about names only the kernel has (run_selfcheck
+    prints it through localize): Chinese with the names kept, English unchanged without a language."""
+    from autograder.load import kernel_state
+    monkeypatch.setattr(kernel_state, "kernel_only_names", lambda *args: names)
+    english = kernel_state.note("01_scaled_dot_product_attention", "softmax", None)
+    assert english.startswith("note: softmax uses `helper`" if len(names) == 1 else "note: softmax uses `name0`")
+    chinese = i18n.localize(english, LANG)
+    assert chinese.startswith("注意：softmax") and not english_runs(chinese, words=3), chinese
+    assert all(f"`{n}`" in chinese for n in names[:5]) and i18n.localize(english, None) == english
