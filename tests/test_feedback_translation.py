@@ -384,3 +384,28 @@ def test_the_self_checks_kernel_note_is_translated(monkeypatch, names):
     chinese = i18n.localize(english, LANG)
     assert chinese.startswith("注意：softmax") and not english_runs(chinese, words=3), chinese
     assert all(f"`{n}`" in chinese for n in names[:5]) and i18n.localize(english, None) == english
+
+
+def test_each_marked_template_is_given_its_fields():
+    """`N_("... {field} ...").format(...)`: every field the template names is passed. A template whose
+    field was renamed for the catalog (a field's name says what it may hold, i18n._KINDS) but not where
+    it is filled raises KeyError in the check itself, which the student reads as the autograder's failure."""
+    import ast
+    missing = []
+    for path in (ROOT / "autograder").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+                    and node.keywords and all(k.arg for k in node.keywords)):
+                continue
+            given, templates, todo = {k.arg for k in node.keywords}, [], [node.func.value]
+            while todo:
+                t = todo.pop()
+                if isinstance(t, ast.IfExp):
+                    todo += [t.body, t.orelse]
+                elif isinstance(t, ast.Call) and getattr(t.func, "id", None) == "N_" and isinstance(t.args[0], ast.Constant):
+                    templates.append(t.args[0].value)
+            for template in templates:
+                needed = set(re.findall(r"(?<!\{)\{(\w+)\}(?!\})", template))
+                if not needed <= given:
+                    missing.append(f"{path.relative_to(ROOT)}:{node.lineno}: {template[:50]!r} lacks {sorted(needed - given)}")
+    assert not missing, "\n".join(missing)
