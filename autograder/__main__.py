@@ -116,8 +116,17 @@ def cmd_grade(args) -> int:
         results = {student: bounded(localized(result, None)) for student, result in results.items()}
         data = results if kind == "class" else next(iter(results.values()))
         write_json(Path(args.json), data)
-    print(f"graded {len(results)} student(s) in {time.monotonic() - started:.1f} s")
+    print(graded_line(len(results), time.monotonic() - started))
     return 0
+
+
+def graded_line(students: int, seconds: float, not_graded: int = 0) -> str:
+    """The run's last line, in the feedback's language ($AUTOGRADER_LANG, set from --lang)."""
+    from autograder.i18n import N_, language, localize
+    line = N_("graded {n} student(s) in {seconds} s").format(n=students, seconds=f"{seconds:.1f}")
+    if not_graded:
+        line += "; " + N_("{n} NOT graded (listed above)").format(n=not_graded)
+    return localize(line, language(None))
 
 
 def grade_on_a_cluster(args, kind, students, started) -> int:
@@ -143,8 +152,7 @@ def grade_on_a_cluster(args, kind, students, started) -> int:
     if args.json:
         from autograder.report.results import write_json
         write_json(Path(args.json), results if kind == "class" else next(iter(results.values()), {}))
-    print(f"graded {len(results)} student(s) in {time.monotonic() - started:.1f} s"
-          + (f"; {len(not_graded)} NOT graded (listed above)" if not_graded else ""))
+    print(graded_line(len(results), time.monotonic() - started, len(not_graded)))
     return 1 if not_graded else 0
 
 

@@ -29,6 +29,7 @@ ENV = "AUTOGRADER_LANG"
 COMPILED = Path(__file__).resolve().parent / "locale"      # <lang>/LC_MESSAGES/feedback.mo
 SLOTS = ("title", "explanation", "hint", "check")   # C_'s contexts: a field of that name is one of them
 LISTS = {"checks": "check"}       # a field that is a "; "-joined list of one slot's texts ("all 3 checks" too)
+JOINED = {"follows": " and ", "branches": " or "}   # a field that joins a few items with a word: each item translated
 
 
 def N_(message: str) -> str:
@@ -76,6 +77,8 @@ _KINDS = {
     "values": r"\[[^\]]*\]",
     "sizes": r"\[[^\]]*\]",
     "variable": r"[\w.]+",
+    "id": r"[a-z0-9-]+",                  # a mistake id
+    "lesson": r"\d\d_\w+",                 # a lesson id
     "names": r"\w+(?:, \w+)*",            # exercise names
     # a call as the checks write it: a name and its arguments ("MultiHeadAttention(4, 2)(x, x, x)")
     "function": r"[\w.]+(?:\([^()]*(?:\([^()]*\)[^()]*)*\))+",
@@ -181,6 +184,10 @@ def _readings(text, lang, depth, templates, slots):
                 items = [value] if value in slots[LISTS[name]] else value.split("; ")
                 items = [slots[LISTS[name]].get(item) or _value(item, lang, depth + 1) for item in items]
                 values[name], ours = "；".join(items), True
+            elif name in JOINED:
+                items = [_value(item, lang, depth + 1) for item in value.split(JOINED[name])]
+                values[name] = "、".join(items)
+                ours = ours or values[name] != value
             else:
                 values[name] = _value(value, lang, depth + 1)
                 ours = ours or values[name] != value
@@ -202,12 +209,36 @@ def _value(value: str, lang: str, depth: int) -> str:
     for sep, joined in (("; ", "；"), (", ", "，")):
         parts = _split(value, sep)
         if 1 < len(parts) <= 16:        # a list of a few items, not a student's text full of commas
-            done = [_value(p, lang, depth) if sep == "; " else _phrase(p, lang, depth) for p in parts]
+            if sep == "; ":
+                done = _clauses(parts, lang, depth)
+                if done != parts:
+                    readings.append(joined.join(done))
+                    break
+                continue
+            done = [_phrase(p, lang, depth) for p in parts]
             if any(d != p and d is not None for d, p in zip(done, parts)):
                 readings.append(joined.join(d if d is not None else p for d, p in zip(done, parts)))
                 break
     readings = [r for r in readings if r is not None]     # the whole first; the one with least English
     return min(readings, key=lambda r: len(_LETTERS.findall(r))) if readings else value
+
+
+def _clauses(parts: list[str], lang: str, depth: int) -> list[str]:
+    """Clauses ("; ") translated, the longest run of them that is one message taken first: a message
+    may hold "; " itself ("9 of 16 values differ; the largest error is ..."): a run comes back as one item."""
+    done, i = [], 0
+    while i < len(parts):
+        for j in range(len(parts), i + 1, -1):
+            whole = _phrase("; ".join(parts[i:j]), lang, depth)
+            apart = "; ".join(_value(p, lang, depth) for p in parts[i:j])
+            if whole is not None and len(_LETTERS.findall(whole)) <= len(_LETTERS.findall(apart)):
+                done.append(whole)
+                i = j
+                break
+        else:
+            done.append(_value(parts[i], lang, depth))
+            i += 1
+    return done
 
 
 def _split(text: str, sep: str) -> list[str]:
@@ -232,6 +263,9 @@ def _line(line: str, lang: str) -> str:
         return line
     tail = line[len(indent) + len(core):]
     whole = _phrase(core, lang)
+    if whole is None or _LETTERS.search(whole):   # a reading by its clauses may leave less English
+        clauses = _value(core, lang, 0)
+        whole = clauses if clauses != core else whole
     if whole is not None:
         return indent + whole + tail
     # a line of several sentences ("In your code: ... <the explanation>"), or clauses: each on its own

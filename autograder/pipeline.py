@@ -19,9 +19,13 @@ from autograder.grading import tolerances  # noqa: F401
 from autograder.course import COURSE
 from autograder.load.notebook import build_program
 from autograder.grading.plugin import GradingPlugin, run_checks
+from autograder.i18n import N_
 from autograder.isolate.sandbox import DEFAULT_TIME_LIMIT, Sandbox, SandboxBroken
 from autograder.grading.student import ExerciseUnavailable
 from autograder.isolate.submission import Budget, Submission
+
+
+LESSON_NOTE = N_("{lesson}: {note}")
 
 
 class BrokenSubmission:
@@ -34,13 +38,13 @@ class BrokenSubmission:
     gave_up = None
     skip_cells = frozenset()
 
-    def __init__(self, reason: str, prefix: str = "the notebook could not be graded: "):
+    def __init__(self, reason: str, prefix: str = N_("the notebook could not be graded: {reason}")):
         self.reason, self.prefix = reason, prefix
         self.faults: dict = {}
         self.cell_errors: dict[str, str] = {}
 
     def _unavailable(self) -> ExerciseUnavailable:
-        return ExerciseUnavailable(self.prefix + self.reason, kind="fatal")
+        return ExerciseUnavailable(self.prefix.format(reason=self.reason) if self.prefix else self.reason, kind="fatal")
 
     def begin_exercise(self, exercise):
         pass
@@ -109,9 +113,9 @@ def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tupl
             program = SimpleNamespace(fatal="autograder error (not the student's fault): the grader's notebook "
                                             f"reader failed on this notebook ({type(exc).__name__}: "
                                             f"{str(exc)[:200]}); please report it", notes=[])
-        notes.extend(f"{lesson_id}: {n}" for n in program.notes)
+        notes.extend(LESSON_NOTE.format(lesson=lesson_id, note=n) for n in program.notes)
         if program.fatal:
-            notes.append(f"{lesson_id}: {program.fatal}")
+            notes.append(LESSON_NOTE.format(lesson=lesson_id, note=program.fatal))
             submissions[lesson_id] = BrokenSubmission(program.fatal)
         else:
             submissions[lesson_id] = Submission(program, sandbox, time_limit, budget)
@@ -126,16 +130,16 @@ def _grade_once(notebooks, sandbox, time_limit, missing, budget_seconds) -> tupl
                 plugin.sandbox_broken = True
     notes.extend(f"autograder error (not the student's fault): {e}" for e in plugin.internal_errors)
     if budget.ran_out_at is not None:   # said once, however many exercises it cost
-        notes.append(f"the time budget of {budget.total:g} s for this whole submission ran out "
-                     f"({budget.ran_out_at}): nothing of it ran after that, and every exercise not graded "
-                     "by then failed")
+        notes.append(N_("the time budget of {seconds} s for this whole submission ran out ({where}): nothing of it "
+                        "ran after that, and every exercise not graded by then failed").format(
+            seconds=f"{budget.total:g}", where=budget.ran_out_at))
     for lesson_id, sub in submissions.items():
         if getattr(sub, "gave_up", None):
-            notes.append(f"{lesson_id}: {sub.gave_up}")
+            notes.append(LESSON_NOTE.format(lesson=lesson_id, note=sub.gave_up))
     for lesson_id, sub in submissions.items():   # a cell cut for its time (or memory) is named
         for label in sorted(getattr(sub, "skip_cells", ())):
-            notes.append(f"{lesson_id}: {label}: {sub.cell_errors.get(label, 'was skipped')}; the cells after it "
-                         "still ran")
+            notes.append(N_("{lesson}: {label}: {reason}; the cells after it still ran").format(
+                lesson=lesson_id, label=label, reason=sub.cell_errors.get(label, N_("was skipped"))))
     for lesson_id, sub in submissions.items():   # the lesson's own locked cells must always run
         for cell in getattr(getattr(sub, "program", None), "cells", None) or []:
             if cell.kind == "setup" and cell.label in getattr(sub, "cell_errors", {}):

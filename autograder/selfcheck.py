@@ -107,7 +107,8 @@ def run_selfcheck(lesson_id: str, exercise: str, obj, verbose: bool = False, lan
     from autograder.load.kernel_state import note
     hint = note(lesson_id, exercise, obj)        # names only this kernel has, in one line
     if hint:
-        print(hint)
+        from autograder.i18n import language, localize
+        print(localize(hint, language(lang or "en")))
     return float(sum(t["score"] for t in plugin.results))
 
 

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from autograder import i18n
+from autograder.classroom import english_left
+from autograder.classroom.english_left import english_runs
 from autograder.course import ROOT
 from autograder.deliver import translations
 
@@ -195,6 +197,7 @@ def graded_twice(tmp_path_factory):
     entries = _chosen_entries()
     folder = tmp_path_factory.mktemp("corpus-class")
     accuracy.build_class(entries, folder)
+    english_left.extras(folder, untouched=False)    # tampered, hung, crashed, broken: the grader's own words
     english, chinese = tmp_path_factory.mktemp("en"), tmp_path_factory.mktemp("zh")
     _grade(folder, english)
     _grade(folder, chinese, "--lang", LANG)
@@ -210,7 +213,7 @@ def _verdicts(out: Path) -> dict:
 @pytest.mark.slow
 def test_same_answers_same_scores_and_ids_in_both_languages(graded_twice):
     entries, english, chinese = graded_twice
-    assert set(_verdicts(english)) == {e.name for e in entries}
+    assert set(_verdicts(english)) == {e.name for e in entries} | set(english_left.EXTRAS)
     assert _verdicts(english) == _verdicts(chinese)
     grades = [list(csv.reader((out / "grades.csv").open(encoding="utf-8"))) for out in (english, chinese)]
     assert grades[0] == grades[1]
@@ -226,47 +229,46 @@ def test_same_answers_same_scores_and_ids_in_both_languages(graded_twice):
     assert not any(HAN.search(t["output"]) for t in kept["tests"])
 
 
-# English words that are ours to translate: a run of four or more words of two letters or more,
-# outside code, ids, calls with their arguments and shapes
-_CODE = [r"`[^`]*`", r"\[[a-z0-9-]+(?:, [a-z0-9-]+)*\]", r"\b\w+(?:\.\w+)*\([^()]*(?:\([^()]*\)[^()]*)*\)",
-         r"\([^()]*\)", r"\b\w*_\w*\b"]
-_RUN = re.compile(r"\b[A-Za-z][a-z'-]+(?:[ ,]+[A-Za-z][a-z'-]+){3,}")
-
-
-def english_runs(text: str) -> list[str]:
-    """The English sentences left in a Chinese text: not in code blocks' code (a student's exception,
-    where the traceback quotes the code), nor the names the contract fixes."""
-    found = []
-    for line in text.splitlines():
-        if re.match(r"\s*(cell |File |[A-Z]\w*(Error|Exception|Warning|Interrupt)\b|assertion: )", line):
-            continue        # a traceback's frame, or the student's exception: their words, not ours
-        line = re.split(r"抛出了(?:异常：| [A-Z]\w*(?:Error|Exception))", line)[0]
-        for pattern in _CODE:
-            line = re.sub(pattern, " ", line)
-        found += _RUN.findall(line)
-    return found
-
-
 def test_english_runs_are_found():
     assert english_runs("未通过  softmax：the largest error is 3") == ["the largest error is"]
     assert english_runs("根本原因：the scores are not divided by sqrt(d_k)") == ["the scores are not divided by"]
     assert english_runs("未通过  softmax：最大误差 is 3 (at cell 4)") == []
     assert english_runs("  ValueError: operands could not be broadcast together") == []
     assert english_runs("形状为 (2, 3) 的 x，`x = x - x.max(axis=axis, keepdims=True)`，[missing-scale]") == []
+    # three words count where asked; names of the API, calls, paths and a student's exception do not
+    assert english_runs("q, k, v 的输出 x of shape (5, 8) float32", words=3) == ["x of shape"]
+    assert english_runs("用 nn.Dropout 和 MultiHeadAttention 以及 lessons/zh_CN/02_masking.ipynb", words=3) == []
+    assert english_runs("f(x) 抛出了 ValueError: could not broadcast these shapes", words=3) == []
 
 
 @pytest.mark.slow
 def test_chinese_feedback_leaves_no_english_sentence(graded_twice):
+    """Every text the Chinese run gives a reader (feedback.md, the terminal in full, --verbose and --brief,
+    the self-check's verdicts, Gradescope's outputs, the class report, the run's own lines), for the
+    chosen entries and the broken, tampered, hung and crashed submissions: no three English words in a
+    row that are not code, a name, an id or a student's own exception (english_left.py)."""
     entries, english, chinese = graded_twice
-    left = {}
     for entry in entries:
         page = (chinese / "students" / entry.name / "feedback.md").read_text(encoding="utf-8")
         en_page = (english / "students" / entry.name / "feedback.md").read_text(encoding="utf-8")
         assert HAN.search(page) and not HAN.search(en_page)
-        runs = english_runs(page.replace("\\", ""))
-        if runs:
-            left[entry.name] = runs[:3]
-    assert not left, json.dumps(left, ensure_ascii=False, indent=1)
+    where, who = english_left.left_in(chinese, LANG, words=3,
+                                      terminal=(chinese / "terminal.txt").read_text(encoding="utf-8"))
+    assert set(who) <= set(where)
+    assert not where, "\n".join(f"{line[:300]}  ({', '.join(sorted(where[line]))}; {sorted(who[line])[:2]})"
+                                 for line in sorted(where))
+
+
+@pytest.mark.extended   # grades the whole corpus (~370 submissions, several minutes on 2 cores)
+def test_the_whole_corpus_leaves_no_english_sentence(tmp_path):
+    """`python -m autograder.classroom.english_left` over every corpus entry, each lesson untouched in
+    both editions, and the tampered, hung, crashed and broken submissions: nothing left in English."""
+    students = english_left.build(tmp_path / "class")
+    assert len(students) > 300
+    terminal = english_left.grade(tmp_path / "class", tmp_path / "graded", LANG, jobs=1)
+    where, who = english_left.measure(english_left.texts(tmp_path / "graded", students, LANG, terminal), words=3)
+    assert not where, "\n".join(f"{line[:300]}  ({len(who[line])} students, e.g. {sorted(who[line])[:1]})"
+                                 for line in sorted(where))
 
 
 @pytest.mark.slow
@@ -303,3 +305,107 @@ def test_grade_refuses_a_language_it_does_not_speak(tmp_path, capsys, monkeypatc
     assert main(["grade", str(tmp_path), "--lang", "fr"]) == 2
     assert "--lang fr" in capsys.readouterr().err
     assert i18n.ENV not in os.environ
+
+
+# ------------------------------------------------------------------- report/phrases.py against the checks
+
+def _written_texts() -> list[str]:
+    """Every string the package writes outside report/phrases.py, an f-string's values as "\\x00"."""
+    import ast
+    texts = []
+    for path in (ROOT / "autograder").rglob("*.py"):
+        if path.name == "phrases.py" and path.parent.name == "report":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.JoinedStr):
+                texts.append("".join(v.value if isinstance(v, ast.Constant) else "\x00" for v in node.values))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                texts.append(node.value)
+    return texts
+
+
+HOLE = "\x00"
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\x00|[A-Za-z0-9_.'-]+", text)
+
+
+def _covered(piece: list[str], written: list[str]) -> bool:
+    """Is `piece` (words) written in `written` (words and HOLEs, an f-string's values), from some word on:
+    a HOLE stands for any run of the piece's words, and the piece may go on past the text's end (the
+    rest is written elsewhere) once three of its words matched there."""
+    for start in (i for i, token in enumerate(written) if token in (piece[0], HOLE)):
+        states = {(0, 0)}                      # (words of the piece matched, of them literally)
+        for token in written[start:]:
+            nxt = set()
+            for i, lit in states:
+                if token == HOLE:
+                    nxt |= {(k, lit) for k in range(i, len(piece) + 1)}
+                elif i < len(piece) and token == piece[i]:
+                    nxt.add((i + 1, lit + 1))
+            states = nxt
+            if not states or any(i == len(piece) and lit for i, lit in states):
+                break
+        if any(i == len(piece) and lit for i, lit in states) or any(lit >= 3 for _, lit in states):
+            return True
+    return False
+
+
+def test_each_phrase_is_still_written_somewhere():
+    """report/phrases.py restates pieces the checks compose in f-strings (i18n.py reads each inside a
+    longer line). A piece whose wording a check changed would silently stay English: the words between
+    a phrase's {fields} must still be written, in order, by some string of the package outside
+    phrases.py (an f-string's value standing for any of them)."""
+    import ast
+    from autograder.report import phrases
+    written = [_words(t) for t in set(_written_texts())]
+    tree = ast.parse(Path(phrases.__file__).read_text(encoding="utf-8"))
+    templates = [node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
+                 and getattr(node.func, "id", None) == "N_" and isinstance(node.args[0], ast.Constant)]
+    assert len(templates) > 50
+    stale = []
+    for template in templates:
+        for piece in re.split(r"\{\w+\}", template):
+            words = _words(piece)
+            if len(words) >= 2 and not any(_covered(words, w) for w in written if set(words) & set(w)):
+                stale.append(f"{template!r}: {piece!r}")
+    assert not stale, "pieces of report/phrases.py no string of the package writes any more:\n" + "\n".join(stale)
+
+
+@pytest.mark.parametrize("names", [["helper"], [f"name{i}" for i in range(7)]])
+def test_the_self_checks_kernel_note_is_translated(monkeypatch, names):
+    """load/kernel_state.note, the self-check's line about names only the kernel has (run_selfcheck
+    prints it through localize): Chinese with the names kept, English unchanged without a language."""
+    from autograder.load import kernel_state
+    monkeypatch.setattr(kernel_state, "kernel_only_names", lambda *args: names)
+    english = kernel_state.note("01_scaled_dot_product_attention", "softmax", None)
+    assert english.startswith("note: softmax uses `helper`" if len(names) == 1 else "note: softmax uses `name0`")
+    chinese = i18n.localize(english, LANG)
+    assert chinese.startswith("注意：softmax") and not english_runs(chinese, words=3), chinese
+    assert all(f"`{n}`" in chinese for n in names[:5]) and i18n.localize(english, None) == english
+
+
+def test_each_marked_template_is_given_its_fields():
+    """`N_("... {field} ...").format(...)`: every field the template names is passed. A template whose
+    field was renamed for the catalog (a field's name says what it may hold, i18n._KINDS) but not where
+    it is filled raises KeyError in the check itself, which the student reads as the autograder's failure."""
+    import ast
+    missing = []
+    for path in (ROOT / "autograder").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+                    and node.keywords and all(k.arg for k in node.keywords)):
+                continue
+            given, templates, todo = {k.arg for k in node.keywords}, [], [node.func.value]
+            while todo:
+                t = todo.pop()
+                if isinstance(t, ast.IfExp):
+                    todo += [t.body, t.orelse]
+                elif isinstance(t, ast.Call) and getattr(t.func, "id", None) == "N_" and isinstance(t.args[0], ast.Constant):
+                    templates.append(t.args[0].value)
+            for template in templates:
+                needed = set(re.findall(r"(?<!\{)\{(\w+)\}(?!\})", template))
+                if not needed <= given:
+                    missing.append(f"{path.relative_to(ROOT)}:{node.lineno}: {template[:50]!r} lacks {sorted(needed - given)}")
+    assert not missing, "\n".join(missing)

@@ -3,7 +3,7 @@ import numpy as np
 
 from autograder.i18n import N_
 from autograder.diagnose import fingerprints
-from autograder.grading.checking import (MASK_MISTAKES, causal_pattern, padding_pattern, Mismatch, all_of, call_attention, describe_shape, exercise,
+from autograder.grading.checking import (INT_INVERT, MASK_MISTAKES, causal_pattern, padding_pattern, Mismatch, all_of, call_attention, describe_shape, exercise,
                                         expect_array, expect_attention, expect_varies)
 from autograder.run.errors import StudentError
 
@@ -42,11 +42,12 @@ def test_causal_mask_is_boolean(student, rng):
     n = int(rng.integers(3, 9))
     got = student.causal_mask(n)
     if not isinstance(got, np.ndarray) or got.dtype != np.bool_ or got.shape != (n, n):
-        what = (f"an array of dtype {got.dtype} and shape {got.shape}" if isinstance(got, np.ndarray)
-                else f"a {type(got).__name__}")
+        what = (N_("an array of dtype {dtype} and shape {shape}").format(dtype=got.dtype, shape=got.shape)
+                if isinstance(got, np.ndarray) else N_("a {kind}").format(kind=type(got).__name__))
         shape_only = isinstance(got, np.ndarray) and got.dtype == np.bool_   # the dtype is right
-        raise Mismatch(f"causal_mask({n}) returned {what}; expected a bool array of shape ({n}, {n}) "
-                       f"(for example np.tril(np.ones((n, n), dtype=bool)))",
+        raise Mismatch(N_("{function} returned {returned}; expected a bool array of shape {shape} (for example "
+                          "np.tril(np.ones((n, n), dtype=bool)))").format(function=f"causal_mask({n})", returned=what,
+                                                                          shape=(n, n)),
                        mistake="wrong-shape" if shape_only else "wrong-type")
     # all True or all False is the right type and shape, and masks nothing: no points
     expect_varies(got, call=f"causal_mask({n})", what="its entries")
@@ -81,8 +82,10 @@ def test_padding_mask_accepts_lists(student, reference, rng):
     call = f"padding_mask({lengths}, {max_len})"
     got = student.padding_mask(lengths, max_len)
     if not isinstance(got, np.ndarray) or got.dtype != np.bool_:
-        what = f"dtype {got.dtype}" if isinstance(got, np.ndarray) else f"a {type(got).__name__}"
-        raise Mismatch(f"{call} returned {what}; expected a bool array", mistake="wrong-type")
+        what = (N_("dtype {dtype}").format(dtype=got.dtype) if isinstance(got, np.ndarray)
+                else N_("a {kind}").format(kind=type(got).__name__))
+        raise Mismatch(N_("{call} returned {returned}; expected a bool array").format(call=call, returned=what),
+                       mistake="wrong-type")
     expect_varies(got, call=call, what="its entries")
     expect_array(got, reference.padding_mask(np.array(lengths), max_len), call=call,
                  mutants=padding_mutants(reference.padding_mask, np.array(lengths), max_len))
@@ -117,8 +120,7 @@ def check_masked(student, reference, q, k, v, mask, what, about=MASK_MISTAKES):
         for a, b in zip(got_int, got_bool))
     if same:
         raise failure
-    found = [("mask-int-invert", "the same mask as booleans gives another answer than as 0/1 integers "
-              "(`~1 == -2` and `~0 == -1`)")]
+    found = [("mask-int-invert", INT_INVERT)]
     try:
         expect_attention(got_bool, q, k, v, as_bool, expected, attention=fn_ref,
                          call=call + " (the mask as booleans)", about=about)

@@ -1,6 +1,7 @@
 """Checks for lesson 03: a learned self-attention head (PyTorch)."""
 import torch
 
+from autograder.i18n import N_
 from autograder.diagnose import fingerprints
 from autograder.grading.checking import (causal_pattern, padding_pattern, ALWAYS_CAUSAL, MASK_MISTAKES, Fingerprints, Variant, exercise, expect_module, expect_parameters, load_lenient, expect_tensor, linear_shapes,
                                  mask_variants, random_parameters, reference_output, scale_variants,
@@ -45,7 +46,7 @@ def check_head(student, reference, rng, batch, t, d_model, d_k, mask=None, what=
         blocked = None if m is None else ~torch.as_tensor(m).bool().expand(batch, t, t).any(-1)   # (B, T)
         expect_tensor(got, expected, call=call, mutants=head_mutants(reference.SelfAttentionHead, params, x, m),
                       blocked=blocked,
-                      blocked_what="zero", about=None if m is None else MASK_MISTAKES)
+                      blocked_what=N_("zero"), about=None if m is None else MASK_MISTAKES)
 
     expect_module(lambda m: head(x) if m is None else head(x, m), mask, check, call=call,
                   shapes=((batch, t, d_k), (batch, t, d_k)), allow_all=torch.ones(t, t, dtype=torch.bool))

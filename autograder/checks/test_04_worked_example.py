@@ -84,11 +84,11 @@ def example(student, reference, secret_key):
 def answer(student):
     got = student.worked_example()
     if not isinstance(got, dict):
-        raise Mismatch(f"worked_example() returned a {type(got).__name__}; expected a dict with the keys "
-                       f"{', '.join(KEYS)}", mistake="wrong-type")
+        raise Mismatch(N_("worked_example() returned a {kind}; expected a dict with the keys {names}").format(
+            kind=type(got).__name__, names=", ".join(KEYS)), mistake="wrong-type")
     missing = [k for k in KEYS if k not in got]
     if missing:
-        raise Mismatch(f"worked_example() is missing the key(s) {', '.join(missing)}")
+        raise Mismatch(N_("worked_example() is missing the key(s) {names}").format(names=", ".join(missing)))
     return got
 
 
@@ -141,8 +141,9 @@ def check_keys(student, reference, keys):
     expected = reference.worked_example()
     for key in keys:
         expect_array(np.asarray(got[key]) if isinstance(got[key], list) else got[key], expected[key],
-                     call=f"worked_example()['{key}']" + (" (graded with other X and W matrices in place of the "
-                                                         "setup cell's)" if vars(reference).get("_hidden_inputs") else ""),
+                     call=(N_("{function} (graded with other X and W matrices in place of the setup cell's)")
+                           if vars(reference).get("_hidden_inputs") else "{function}").format(
+                         function=f"worked_example()['{key}']"),
                      mutants=example_mutants(reference, key))
 
 
@@ -192,8 +193,8 @@ def errors_answer(student):
     if isinstance(got, (list, tuple, frozenset)):
         got = set(got)
     if not isinstance(got, set) or not all(isinstance(k, str) for k in got):
-        raise Mismatch(f"published_errors() returned {type(got).__name__}; expected a set of key names "
-                       "such as {'K1', ...}", mistake="wrong-type")
+        raise Mismatch(N_("published_errors() returned {kind}; expected a set of key names such as {{'K1', ...}}")
+                       .format(kind=type(got).__name__), mistake="wrong-type")
     return got
 
 
@@ -203,12 +204,12 @@ def test_names_every_wrong_published_value(student, reference, secret_key):
     reference = example(student, reference, secret_key)
     got, expected = errors_answer(student), reference.published_errors()
     if got >= set(reference.PUBLISHED):
-        raise Mismatch("published_errors() names every printed value, so it tells no wrong value from a right "
-                       "one: compare each with your worked_example() and name only those that differ")
+        raise Mismatch(N_("published_errors() names every printed value, so it tells no wrong value from a right "
+                          "one: compare each with your worked_example() and name only those that differ"))
     missed = sorted(expected - got, key=KEYS.index)
     if missed:
-        raise Mismatch(f"published_errors() misses {', '.join(missed)}: compare your worked_example() with "
-                       "PUBLISHED at the precision it was printed (4 decimals)")
+        raise Mismatch(N_("published_errors() misses {names}: compare your worked_example() with PUBLISHED at the "
+                          "precision it was printed (4 decimals)").format(names=", ".join(missed)))
 
 
 @exercise("published_errors", points=1)
@@ -217,12 +218,16 @@ def test_names_no_correct_value(student, reference, secret_key):
     reference = example(student, reference, secret_key)
     got, expected = errors_answer(student), reference.published_errors()
     if not got & expected:   # naming nothing (or nothing wrong) is not a finding
-        raise Mismatch("published_errors() names none of the published values that are wrong; this check gives "
-                       "points for naming the wrong ones without naming right ones, and naming nothing finds nothing")
+        raise Mismatch(N_("published_errors() names none of the published values that are wrong; this check gives "
+                          "points for naming the wrong ones without naming right ones, and naming nothing finds "
+                          "nothing"))
     extra = sorted(got - expected)
     if extra:
         unprinted = [k for k in extra if k not in reference.PUBLISHED]
-        why = (f"; {', '.join(unprinted)} {'was' if len(unprinted) == 1 else 'were'} never printed, "
-               "so it cannot be a published error") if unprinted else ""
-        raise Mismatch(f"published_errors() also names {', '.join(extra)}, which {'is' if len(extra) == 1 else 'are'} "
-                       f"not wrong in the publication{why}")
+        why = ("; " + (N_("{names} was never printed, so it cannot be a published error") if len(unprinted) == 1
+                       else N_("{names} were never printed, so it cannot be a published error")).format(
+            names=", ".join(unprinted))) if unprinted else ""
+        raise Mismatch((N_("published_errors() also names {names}, which is not wrong in the publication")
+                        if len(extra) == 1 else
+                        N_("published_errors() also names {names}, which are not wrong in the publication")).format(
+            names=", ".join(extra)) + why)

@@ -107,7 +107,7 @@ def mha_mutants(mha_cls, p, q, k, v, mask, h, module=None):
     return Fingerprints(run, found, given=lambda: layout_deviations(p) + no_wo())
 
 
-BLOCKED_WHAT = "w_o's bias (the heads of a blocked row are zero, and w_o maps zero to its bias)"
+BLOCKED_WHAT = N_("w_o's bias (the heads of a blocked row are zero, and w_o maps zero to its bias)")
 
 
 def make_mha(student, d_model, h, dropout=None):
@@ -190,10 +190,11 @@ def test_mha_parameters_and_divisibility(student):
         make_mha(student, 10, 3)
     except StudentError as err:
         if err.type not in ("ValueError", "AssertionError"):   # an assert with a message rejects it too
-            raise Mismatch(f"MultiHeadAttention(10, 3) raised {err.type}; expected a ValueError explaining "
-                           "that d_model must be divisible by num_heads") from None
+            raise Mismatch(N_("MultiHeadAttention(10, 3) raised {error}; expected a ValueError explaining that d_model "
+                              "must be divisible by num_heads").format(error=err.type)) from None
         if not err.message.strip():
-            raise Mismatch(f"MultiHeadAttention(10, 3) raised {err.type} with no message; say what is wrong") from None
+            raise Mismatch(N_("MultiHeadAttention(10, 3) raised {error} with no message; say what is wrong").format(
+                error=err.type)) from None
         return
     raise Mismatch("MultiHeadAttention(10, 3) did not raise: 10 is not divisible by 3, so it must raise ValueError")
 
@@ -243,9 +244,13 @@ def test_mha_projections_all_matter(student, reference, rng):
         load_lenient(module, linear_shapes(NAMES, 8, 8), changed, "MultiHeadAttention(8, 2)")
         after = module_output(module(q, k, v), "MultiHeadAttention(8, 2)(query, key, value)")
         if after.shape == before.shape and torch.allclose(after, before, atol=1e-6, equal_nan=True):
-            raise Mismatch(f"changing {name} did not change the output: the {name[2]} projection is not used",
-                           found=[("kv-reuse-query-projection", f"{name.split('.')[0]} is never used: the "
-                                   f"{'keys' if name[2] == 'k' else 'values'} are computed with another projection")])
+            raise Mismatch(N_("changing {variable} did not change the output: the {letter} projection is not used")
+                           .format(variable=name, letter=name[2]),
+                           found=[("kv-reuse-query-projection", (N_("{module} is never used: the keys are computed with "
+                                                                    "another projection") if name[2] == 'k' else
+                                                                 N_("{module} is never used: the values are computed "
+                                                                    "with another projection")).format(
+                               module=name.split('.')[0]))])
         load_lenient(module, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2)")
 
 
@@ -295,16 +300,16 @@ def test_mha_dropout_off_in_eval(student, rng):
     load_lenient(plain, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2, 0.0)", mode=False)
     own = plain(q, k, v)
     if not all(isinstance(t, torch.Tensor) for t in (got, again, own)) or not got.shape == again.shape == own.shape:
-        raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) in eval mode does not return one tensor of the "
-                       "same shape each time")
+        raise Mismatch(N_("MultiHeadAttention(8, 2, dropout=0.5) in eval mode does not return one tensor of the "
+                          "same shape each time"))
     if not torch.allclose(got, again, atol=1e-6, equal_nan=True):
-        raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) in eval mode gives a different output on each call",
-                       found=[("dropout-in-eval", "two calls in eval mode give different outputs: dropout is "
-                               "still drawing random masks")])
+        raise Mismatch(N_("MultiHeadAttention(8, 2, dropout=0.5) in eval mode gives a different output on each call"),
+                       found=[("dropout-in-eval", N_("two calls in eval mode give different outputs: dropout is "
+                                                     "still drawing random masks"))])
     if not torch.allclose(got, own, atol=1e-5, equal_nan=True):
-        raise Mismatch("MultiHeadAttention(8, 2, dropout=0.5) in eval mode differs from dropout=0.0",
-                       found=[("dropout-in-eval", "in eval mode the output with dropout=0.5 differs from the "
-                               "output with dropout=0.0 (rescaled or dropped)")])
+        raise Mismatch(N_("MultiHeadAttention(8, 2, dropout=0.5) in eval mode differs from dropout=0.0"),
+                       found=[("dropout-in-eval", N_("in eval mode the output with dropout=0.5 differs from the "
+                                                     "output with dropout=0.0 (rescaled or dropped)"))])
 
 
 def identity_values_params(rng, d_model):
@@ -329,8 +334,8 @@ def test_mha_dropout_active_in_training(student, rng):
         module.eval()
         evaluated = torch.as_tensor(module(x, x, x))
         if trained.shape != evaluated.shape or not torch.allclose(trained, evaluated, atol=1e-5, equal_nan=True):
-            raise Mismatch("MultiHeadAttention(8, 2), which takes no dropout argument, gives a different output in "
-                           "training mode than in eval mode; without dropout nothing may depend on the mode")
+            raise Mismatch(N_("MultiHeadAttention(8, 2), which takes no dropout argument, gives a different output in "
+                              "training mode than in eval mode; without dropout nothing may depend on the mode"))
         return
     failure = None
     try:

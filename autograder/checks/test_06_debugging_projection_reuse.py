@@ -94,8 +94,8 @@ def check_catches(student, buggy, what, secret_key=None):
         student._correct_verdicts = outcome(student, "correct", secret_key)
     for style, verdict in student._correct_verdicts:
         if verdict != "passed":
-            raise Mismatch(f"test_projections fails a correct class ({WRITTEN.get(style, style)}):\n"
-                           f"{verdict}", mistake="test-rejects-correct")
+            raise Mismatch(N_("test_projections fails a correct class ({style}):").format(style=WRITTEN.get(style, style))
+                           + f"\n{verdict}", mistake="test-rejects-correct")
 
 
 @exercise("test_projections", points=2)
@@ -144,7 +144,7 @@ def fixed_mutants(fixed_cls, p, x, mask, h):
                         given=lambda: layout_deviations(p))
 
 
-BLOCKED_WHAT = "o_project's bias (the heads of a blocked row are zero, and o_project maps zero to its bias)"
+BLOCKED_WHAT = N_("o_project's bias (the heads of a blocked row are zero, and o_project maps zero to its bias)")
 
 
 def check_fixed(student, reference, rng, b, t, d_model, h, mask=None, what="no mask"):
@@ -235,8 +235,10 @@ def test_fixed_uses_every_projection(student, reference, rng):
         load_lenient(module, shapes, changed, "FixedMultiHeadAttention(8, 2, 0.0)")
         if torch.allclose(module_output(module(x), "FixedMultiHeadAttention(8, 2, 0.0)(x)"), before, atol=1e-6):
             raise Mismatch(f"changing {name} did not change the output: {name.split('.')[0]} is never used",
-                           found=[("kv-reuse-query-projection", f"{name.split('.')[0]} is never used: the "
-                                   f"{'keys' if name[0] == 'k' else 'values'} are computed with q_project")])
+                           found=[("kv-reuse-query-projection", (N_("{module} is never used: the keys are computed "
+                                                                    "with q_project") if name[0] == 'k' else
+                                                                 N_("{module} is never used: the values are computed "
+                                                                    "with q_project")).format(module=name.split('.')[0]))])
         load_lenient(module, shapes, params, "FixedMultiHeadAttention(8, 2, 0.0)")
 
 

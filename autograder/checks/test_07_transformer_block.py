@@ -69,8 +69,8 @@ def test_positional_encoding_dtype_and_odd_width(student):
     # a constant, or the same row at every position, encodes nothing: no points for its dtype
     expect_varies(got, call="positional_encoding(4, 8)")
     if got.dim() == 2 and got.shape[0] > 1 and torch.allclose(got[0], got[1:], atol=1e-7):
-        raise Mismatch("positional_encoding(4, 8) gives every position the same row: it does not encode the "
-                       "position (a check like this one gives points only to an answer that computes something)")
+        raise Mismatch(N_("positional_encoding(4, 8) gives every position the same row: it does not encode the "
+                          "position (a check like this one gives points only to an answer that computes something)"))
     try:
         student.positional_encoding(4, 7)
     except StudentError as err:

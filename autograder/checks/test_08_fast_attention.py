@@ -77,8 +77,9 @@ def ref_run(reference, p, h, h_kv, x, cache=None):
 
 def unpack(got, call):
     if not isinstance(got, tuple) or len(got) != 2:
-        what = f"a tuple of {len(got)} items" if isinstance(got, tuple) else type(got).__name__
-        raise Mismatch(f"{call} returned {what}; expected a pair (output, cache)", mistake="wrong-type")
+        what = N_("a tuple of {n} items").format(n=len(got)) if isinstance(got, tuple) else type(got).__name__
+        raise Mismatch(N_("{call} returned {returned}; expected a pair (output, cache)").format(call=call, returned=what),
+                       mistake="wrong-type")
     return got
 
 
@@ -178,7 +179,8 @@ def test_parameters_and_divisibility(student):
             if err.type != "ValueError":
                 raise Mismatch(f"{call} raised {err.type}; expected a ValueError: {why}") from None
             continue
-        raise Mismatch(f"{call} did not raise: {why}, so it must raise ValueError")
+        raise Mismatch(N_("{call} did not raise: {why}, so it must raise {error}").format(call=call, why=why,
+                                                                                          error="ValueError"))
 
 
 def check_at_once(student, reference, rng, b, t, d_model, h, h_kv):

@@ -32,9 +32,10 @@ def expect_error(call_thunk, call: str, why: str, kind: str = "ValueError"):
         if err.type == "NotImplementedError":   # the stub: not-implemented, like every other check
             raise
         if err.type != kind:
-            raise Mismatch(f"{call} raised {err.type}: {err.message}; expected a {kind}: {why}") from None
+            raise Mismatch(N_("{call} raised {error}: {message}; expected a {kind}: {why}").format(
+                call=call, error=err.type, message=err.message, kind=kind, why=why)) from None
         return
-    raise Mismatch(f"{call} did not raise: {why}, so it must raise {kind}")
+    raise Mismatch(N_("{call} did not raise: {why}, so it must raise {error}").format(call=call, why=why, error=kind))
 
 
 # ------------------------------------------------------------------------ apply_rope
@@ -108,7 +109,7 @@ def test_rope_odd_size_raises(student, reference, rng):
     d = 2 * int(rng.integers(1, 5)) + 1
     x = tensor(rng, 2, 3, d)
     expect_error(lambda: student.apply_rope(x, torch.arange(3)), f"apply_rope(x, positions) with x of shape "
-                 f"{tuple(x.shape)}", f"d = {d} is odd, so the features cannot be paired")
+                 f"{tuple(x.shape)}", N_("d = {n} is odd, so the features cannot be paired").format(n=d))
     check_rope(student, reference, tensor(rng, 2, 3, d + 1), torch.arange(1, 4), what=", positions 1..3")
 
 
@@ -469,17 +470,22 @@ class Run:
     def blame_probs(self, problem, what):
         """The Mismatch that names next_token_probs as the root cause of generate's failure `what`."""
         if isinstance(problem, StudentError):
-            return Mismatch(f"{what}; generate draws each token from your next_token_probs, which raises "
-                            f"{problem.type}: {problem.message}",
-                            extra=[f"generate draws each token from your next_token_probs, which raises {problem.type} "
-                                   f"on the logits this generation meets: fix next_token_probs first"])
-        line = f"{what}; generate draws each token from your next_token_probs: {problem.line}"
+            said = (N_("generate draws each token from your next_token_probs, which raises {error}: {message}")
+                    if problem.message.strip() else
+                    N_("generate draws each token from your next_token_probs, which raises {error}"))
+            return Mismatch(f"{what}; " + said.format(error=problem.type, message=problem.message),
+                            extra=[N_("generate draws each token from your next_token_probs, which raises {error} on "
+                                      "the logits this generation meets: fix next_token_probs first").format(
+                                error=problem.type)])
+        line = f"{what}; " + N_("generate draws each token from your next_token_probs: {evidence}").format(
+            evidence=problem.line)
         if problem.found:
-            return Mismatch(line, found=[(m, f"in next_token_probs, which generate calls: {d}" if d else
-                                          "in next_token_probs, which generate calls") for m, d in problem.found])
-        return Mismatch(line, extra=["generate draws each token from your next_token_probs, which gives other "
-                                     "probabilities than the reference on the logits this generation meets: fix "
-                                     "next_token_probs first"])
+            return Mismatch(line, found=[(m, N_("in next_token_probs, which generate calls: {details}").format(details=d)
+                                          if d else N_("in next_token_probs, which generate calls"))
+                                         for m, d in problem.found])
+        return Mismatch(line, extra=[N_("generate draws each token from your next_token_probs, which gives other "
+                                        "probabilities than the reference on the logits this generation meets: fix "
+                                        "next_token_probs first")])
 
     def log_hint(self):
         """(the mistakes the model's own log suggests, with words; the calls it shows, in words), or None.
@@ -492,24 +498,30 @@ class Run:
         except (StudentError, Mismatch, LookupError, TypeError, ValueError, AttributeError):   # rewritten: no hint
             return None
         if not calls:
-            return [], "the model was never called"
+            return [], N_("the model was never called")
         b, t0 = self.prompt.shape
         rest, found = calls[1:], []
         if any(len(s) == 2 and s[1] != 1 and c is not None for s, c, _, _ in rest):
-            found.append(("prompt-fed-again", "that after the prompt the model was given more than the new token, "
-                          "together with the cache"))
+            found.append(("prompt-fed-again", N_("the model's own log says that after the prompt the model was given "
+                                                 "more than the new token, together with the cache")))
         elif any(len(s) == 2 and s[1] != 1 for s, _, _, _ in rest):
-            found.append(("cache-not-used", "that after the prompt the model was given more than the new token"))
+            found.append(("cache-not-used", N_("the model's own log says that after the prompt the model was given "
+                                               "more than the new token")))
         elif any(c is None for _, c, _, _ in rest):
-            found.append(("cache-dropped", "that a new token was given to the model without the cache"))
+            found.append(("cache-dropped", N_("the model's own log says that a new token was given to the model "
+                                              "without the cache")))
         if any(tr for _, _, tr, _ in calls):
-            found.append(("generate-train-mode", "that the model was called in training mode"))
+            found.append(("generate-train-mode", N_("the model's own log says that the model was called in training "
+                                                    "mode")))
         if any(gr for _, _, _, gr in calls):
-            found.append(("generate-grad-enabled", "that the model was called with gradients enabled"))
-        shown = ", ".join(f"{s} with {'no cache' if c is None else f'a cache of {c}'}" for s, c, _, _ in calls[:4])
-        return found, (f"the model recorded the calls {shown}{f' and {len(calls) - 4} more' if len(calls) > 4 else ''}"
-                       f"; the contract's are {(b, t0)} with no cache, then {(b, 1)} with caches of {t0}, {t0 + 1} "
-                       "and so on")
+            found.append(("generate-grad-enabled", N_("the model's own log says that the model was called with "
+                                                      "gradients enabled")))
+        shown = ", ".join((N_("{shape} with no cache") if c is None else N_("{shape} with a cache of {n}")).format(
+            shape=s, n=c) for s, c, _, _ in calls[:4])
+        more = N_("{calls} and {n} more").format(calls=shown, n=len(calls) - 4) if len(calls) > 4 else shown
+        return found, N_("the model recorded the calls {calls}; the contract's are {shape} with no cache, then {step} "
+                         "with caches of {n}, {next} and so on").format(calls=more, shape=(b, t0), step=(b, 1), n=t0,
+                                                                       next=t0 + 1)
 
     def generate_variants(self, judged_here=True):
         """The catalogued ways of getting generate's tokens wrong that this run can tell apart. With
@@ -575,7 +587,7 @@ class Run:
             if hint:
                 found, words = hint
                 raise Mismatch(err.line + "\n" + N_("(A hint from the model's own log: {words}.)").format(words=words),
-                               found=[(m, f"the model's own log says {d}") for m, d in found]) from None
+                               found=found) from None
             raise
         if self.tokens.dtype != torch.long:
             raise Mismatch(f"{self.call} returned dtype {str(self.tokens.dtype).replace('torch.', '')}; token ids "
@@ -612,7 +624,8 @@ class Run:
                         training=not self.training)], depth=1)
         got = self.model_after(idx)
         got = got[0] if isinstance(got, (tuple, list)) and got else got
-        expect_tensor(got, expected, call=f"model(prompt[:1]) after {self.call} returned", mutants=mutants)
+        expect_tensor(got, expected, call=N_("model(prompt[:1]) after {call} returned").format(call=self.call),
+                      mutants=mutants)
 
 
 @exercise("generate", points=2)

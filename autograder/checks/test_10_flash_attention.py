@@ -36,8 +36,9 @@ def qkv(rng, batch, lq, lk, dk, dv, scale=1.0):
 
 def pair(got, call):
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        what = type(got).__name__ if not isinstance(got, (tuple, list)) else f"{len(got)} values"
-        raise Mismatch(f"{call} returned {what}; expected a pair (output, lse)", mistake="wrong-type")
+        what = type(got).__name__ if not isinstance(got, (tuple, list)) else N_("{n} values").format(n=len(got))
+        raise Mismatch(N_("{call} returned {returned}; expected a pair (output, lse)").format(call=call, returned=what),
+                       mistake="wrong-type")
     return got
 
 
@@ -178,14 +179,16 @@ def check_flash(student, reference, q, k, v, causal=False, block_size=None, sign
 
 
 # the wrong stops of the causal loop over key blocks (fingerprints.flash's skip=...), in words
-SKIPS = {"off-by-one": ("causal-off-by-one", "the loop over key blocks also stops at a block whose first key is the "
-                        "query block's last visible key (i1 - 1 + Lk - Lq), so that key is lost"),
-         "first-query": (None, "the loop over key blocks stops after the block holding the query block's first "
-                         "query's last key (i0 + Lk - Lq): the later queries of the block lose keys they may attend"),
-         "no-offset": (None, "the loop over key blocks stops after key i1 - 1, the query block's own last index, "
-                       "without the + Lk - Lq of the causal alignment")}
-SKIP_TOO_EARLY = ("the loop over key blocks stops too early: a block the query block's last query may attend (its "
-                  "first key is at most i1 - 1 + Lk - Lq) is not computed")
+SKIPS = {"off-by-one": ("causal-off-by-one", N_("the loop over key blocks also stops at a block whose first key is "
+                                                 "the query block's last visible key (i1 - 1 + Lk - Lq), so that key "
+                                                 "is lost")),
+         "first-query": (None, N_("the loop over key blocks stops after the block holding the query block's first "
+                                  "query's last key (i0 + Lk - Lq): the later queries of the block lose keys they may "
+                                  "attend")),
+         "no-offset": (None, N_("the loop over key blocks stops after key i1 - 1, the query block's own last index, "
+                                "without the + Lk - Lq of the causal alignment"))}
+SKIP_TOO_EARLY = N_("the loop over key blocks stops too early: a block the query block's last query may attend (its "
+                    "first key is at most i1 - 1 + Lk - Lq) is not computed")
 
 
 def nan_variants(lq, lk, block_size):
@@ -195,12 +198,12 @@ def nan_variants(lq, lk, block_size):
     no_key = np.arange(lq) + lk - lq < 0
     variants, rows_seen = [], []
     for rows, detail, switch in [
-            (no_key, "the queries with no key come out NaN", {"lse": "nan-empty"}),
-            (fingerprints.flash_nan_rows(lq, lk, block_size, "no-key"), "the queries with no key come out NaN",
+            (no_key, N_("the queries with no key come out NaN"), {"lse": "nan-empty"}),
+            (fingerprints.flash_nan_rows(lq, lk, block_size, "no-key"), N_("the queries with no key come out NaN"),
              {"nan": "no-key"}),
-            (fingerprints.flash_nan_rows(lq, lk, block_size, "tile"), "a row whose keys in one tile are all masked "
+            (fingerprints.flash_nan_rows(lq, lk, block_size, "tile"), N_("a row whose keys in one tile are all masked "
              "(on the diagonal, or a row with no key) comes out NaN: the tile's maximum is -inf, and "
-             "exp(-inf - (-inf)) is NaN", {"nan": "tile"})]:
+             "exp(-inf - (-inf)) is NaN"), {"nan": "tile"})]:
         if rows.any() and not any(np.array_equal(rows, r) for r in rows_seen):
             rows_seen.append(rows)
             variants.append(Variant.of("masked-row-nan", detail, **switch))
@@ -301,6 +304,12 @@ def memory_inputs(rng):
     return qkv(rng, (), lq, lk, 16, 8)
 
 
+ALLOCATES = N_("it allocates an array of shape {shape}")
+PEAK = N_("{call} allocated {peak} at its peak, as tracemalloc measured it in this kernel: more than the {limit} the "
+          "grader allows ({arrays}). The grader enforces the limit in a process of its own; this figure only tells you "
+          "where you stand")
+
+
 def _mib(n) -> str:
     return f"{n / 2**20:.1f} MiB"
 
@@ -317,19 +326,19 @@ def test_flash_memory_limit(student, reference, rng):
         said = ran["refused"]
         shape = re.search(r"shape \(([\d, ]+)\)", said)
         dims = tuple(int(d) for d in shape.group(1).replace(" ", "").split(",") if d) if shape else ()
-        line = (f"{call} ran out of memory under a limit of {_mib(MEMORY_LIMIT)} (one ({lq}, {lk}) float64 array is "
-                f"{_mib(full)}): {said}")
+        line = N_("{call} ran out of memory under a limit of {limit} ({arrays}): {reason}").format(
+            call=call, limit=_mib(MEMORY_LIMIT), arrays=N_("one {shape} float64 array is {mib}").format(
+                shape=(lq, lk), mib=_mib(full)), reason=said)
         if dims[-2:] == (lq, lk):
-            raise Mismatch(line, found=[("materialises-scores", f"it allocates an array of shape {dims}")])
+            raise Mismatch(line, found=[("materialises-scores", ALLOCATES.format(shape=dims))])
         raise Mismatch(line)
     peak = ran.get("peak")
     if not ran["enforced"] and isinstance(peak, int) and peak > MEMORY_LIMIT:
-        line = (f"{call} allocated {_mib(peak)} at its peak, as tracemalloc measured it in this kernel: more than the "
-                f"{_mib(MEMORY_LIMIT)} the grader allows (one ({lq}, {lk}) float64 array is {_mib(full)}). The grader "
-                "enforces the limit in a process of its own; this figure only tells you where you stand")
+        line = PEAK.format(call=call, peak=_mib(peak), limit=_mib(MEMORY_LIMIT),
+                           arrays=N_("one {shape} float64 array is {mib}").format(shape=(lq, lk), mib=_mib(full)))
         if peak >= full:
-            raise Mismatch(line, found=[("materialises-scores", f"its peak, {_mib(peak)}, is at least one ({lq}, {lk}) "
-                                         "float64 array")])
+            raise Mismatch(line, found=[("materialises-scores", N_("its peak, {peak}, is at least one {shape} float64 "
+                                                                   "array").format(peak=_mib(peak), shape=(lq, lk)))])
         raise Mismatch(line)
     expected = reference.flash_attention(q, k, v)
     got = pair(ran["result"], call)
@@ -360,23 +369,24 @@ def check_within_limit(student, reference, q, k, v, causal):
     lq, lk, b = q.shape[-2], k.shape[-2], NARROW_BLOCK
     call = (f"flash_attention(q, k, v, {'causal=True' if causal else 'causal=False'}, block_size={b}) with q, k, v "
             f"{describe_shape(q, k, v)}")
-    sizes = (f"one ({lq}, {lk}) float64 array is {_mib(lq * lk * 8)}, one ({b}, {lk}) array {_mib(b * lk * 8)}, "
-             f"a ({b}, {b}) tile {_mib(b * b * 8)}")
+    sizes = N_("one {shape} float64 array is {mib}, one {block} array {block_mib}, a {tile} tile {tile_mib}").format(
+        shape=(lq, lk), mib=_mib(lq * lk * 8), block=(b, lk), block_mib=_mib(b * lk * 8), tile=(b, b),
+        tile_mib=_mib(b * b * 8))
     ran = student.flash_attention.within_memory(q, k, v, causal, b, memory_bytes=MEMORY_LIMIT)
     if "refused" in ran:
         dims = _refused_shape(ran["refused"])
-        line = f"{call} ran out of memory under a limit of {_mib(MEMORY_LIMIT)} ({sizes}): {ran['refused']}"
+        line = N_("{call} ran out of memory under a limit of {limit} ({arrays}): {reason}").format(
+            call=call, limit=_mib(MEMORY_LIMIT), arrays=sizes, reason=ran["refused"])
         if dims[-2:] == (lq, lk):
-            raise Mismatch(line, found=[("materialises-scores", f"it allocates an array of shape {dims}")])
+            raise Mismatch(line, found=[("materialises-scores", ALLOCATES.format(shape=dims))])
         if dims[-1:] == (lk,):
-            raise Mismatch(line, extra=[f"it allocates an array of shape {dims}: a block of queries against every "
-                                        "key, which grows with Lk, where a tile of (block_size, block_size) fits"])
+            raise Mismatch(line, extra=[N_("it allocates an array of shape {shape}: a block of queries against every "
+                                           "key, which grows with Lk, where a tile of (block_size, block_size) fits")
+                                        .format(shape=dims)])
         raise Mismatch(line)
     peak = ran.get("peak")
     if not ran["enforced"] and isinstance(peak, int) and peak > MEMORY_LIMIT:
-        raise Mismatch(f"{call} allocated {_mib(peak)} at its peak, as tracemalloc measured it in this kernel: more "
-                       f"than the {_mib(MEMORY_LIMIT)} the grader allows ({sizes}). The grader enforces the limit in "
-                       "a process of its own; this figure only tells you where you stand")
+        raise Mismatch(PEAK.format(call=call, peak=_mib(peak), limit=_mib(MEMORY_LIMIT), arrays=sizes))
     expected = quietly(reference.flash_attention, q, k, v, causal, b)
     got = pair(ran["result"], call)
     all_of(lambda: expect_array(got[1], expected[1], call=f"the lse from {call}", tol=TOL, inputs=(q, k, v)),

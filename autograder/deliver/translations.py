@@ -255,7 +255,8 @@ def translate(nb: nbformat.NotebookNode, lesson_id: str, lang: str, code: bool =
 FEEDBACK = "feedback"
 SOURCE = ROOT / "autograder"
 KEYWORDS = {"N_": None, "C_": ((1, "c"), 2),
-            "of": (2,)}    # Variant.of(mistake, detail): the variant in words, after "In your code:"
+            "of": (2,),    # Variant.of(mistake, detail): the variant in words, after "In your code:"
+            "Lesson": (2,)}   # Lesson(id, title, exercises) in course.py: the title the class report shows
 
 
 def _check_names(fileobj, keywords, comment_tags, options):

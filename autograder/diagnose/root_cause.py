@@ -254,7 +254,7 @@ def summarise(tests: list[dict]) -> None:
             earlier.setdefault("not-implemented", exercise)
         elif found or extra:
             order = list(dict.fromkeys(m for m, _ in found))     # the summary's numbering
-            causes = order + [f"point {len(order) + i}" for i in range(1, len(extra) + 1)]
+            causes = order + [N_("point {n}").format(n=len(order) + i) for i in range(1, len(extra) + 1)]
             head = summary(lesson, exercise, found, extra, earlier)
             for mistake in order:
                 earlier.setdefault(mistake, exercise)
@@ -265,9 +265,9 @@ def summarise(tests: list[dict]) -> None:
                     labels = ids + [causes[len(order) + extra.index(d)] for d in t.get("_extra", [])]
                     body = N_("[{labels}] {evidence}").format(labels=", ".join(labels), evidence=t["_line"])
                 else:
-                    body = t["output"] + "\n" + (N_("(This may follow from {causes}; fix them first.)") if len(causes) > 1
-                                                else N_("(This may follow from {causes}; fix it first.)")).format(
-                        causes=" and ".join(causes))
+                    body = t["output"] + "\n" + (N_("(This may follow from {follows}; fix them first.)") if len(causes) > 1
+                                                else N_("(This may follow from {follows}; fix it first.)")).format(
+                        follows=" and ".join(causes))
                 t["output"] = (head + "\n\n" + body) if first else body
                 first = False
         for t in entries:

@@ -159,8 +159,9 @@ MASK_MISTAKES = frozenset({"mask-inverted", "mask-after-softmax", "masked-row-na
 def expect_attention(got, q, k, v, mask, expected, *, attention, call: str, about=None) -> None:
     """Check an (output, weights) pair from scaled_dot_product_attention; `attention` is the reference's."""
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        what = type(got).__name__ if not isinstance(got, (tuple, list)) else f"{len(got)} values"
-        raise Mismatch(f"{call} returned {what}; expected a pair (output, weights)", mistake="wrong-type")
+        what = type(got).__name__ if not isinstance(got, (tuple, list)) else N_("{n} values").format(n=len(got))
+        raise Mismatch(N_("{call} returned {returned}; expected a pair (output, weights)").format(call=call, returned=what),
+                       mistake="wrong-type")
     exp_out, exp_w = expected
     if all(isinstance(a, np.ndarray) for a in got) and got[0].shape == exp_w.shape != exp_out.shape \
             and got[1].shape == exp_out.shape:
@@ -255,8 +256,8 @@ def expect_module(call_with, mask, check, *, call: str, shapes=None, allow_all=N
     if isinstance(failure, StudentError) and shapes is not None \
             and transposed_error(*shapes) == (failure.type, failure.message):
         raise Mismatch(f"{call} raised {failure.type}: {failure.message}", found=[(
-            "batched-transpose", f"`.T` on the batched keys of shape {tuple(shapes[1])} reverses every axis "
-            "instead of swapping the last two")]) from None
+            "batched-transpose", N_("`.T` on the batched keys of shape {shape} reverses every axis instead of swapping "
+                                    "the last two").format(shape=tuple(shapes[1])))]) from None
     if mask is None and allow_all is not None and isinstance(failure, StudentError):
         no_mask = "the module raises when it is called without a mask; mask=None must mean that every key may be read"
         line = f"{call} raised {failure.type}: {failure.message}\nAlso, {no_mask}."
@@ -278,9 +279,9 @@ def expect_module(call_with, mask, check, *, call: str, shapes=None, allow_all=N
         raise failure from None
     if isinstance(failure, Mismatch) and _same_answer(call_with(mask), got_bool):
         raise failure
-    found = [("mask-int-invert", "the same mask as booleans gives another answer than as 0/1 integers "
-              + ("(with the integers the call raised: " + failure.message.splitlines()[0] + ")"
-                 if isinstance(failure, StudentError) else "(`~1 == -2` and `~0 == -1`)"))]
+    found = [("mask-int-invert", N_("the same mask as booleans gives another answer than as 0/1 integers (with the "
+                                    "integers the call raised: {reason})").format(reason=failure.message.splitlines()[0])
+              if isinstance(failure, StudentError) else INT_INVERT)]
     extra = []
     try:
         check(got_bool, as_bool)
@@ -297,9 +298,10 @@ def module_output(got, call: str, *, lenient: bool = False):
     if isinstance(got, (tuple, list)) and got and isinstance(got[0], torch.Tensor):
         if lenient:
             return got[0]
-        raise Mismatch(f"{call} returned a {type(got).__name__} of {len(got)} items; expected one torch.Tensor",
-                       found=[("wrong-type", "it returns a tuple whose first item is the output; return the output "
-                               "alone")])
+        raise Mismatch((N_("{call} returned a tuple of {n} items; expected one torch.Tensor") if isinstance(got, tuple)
+                        else N_("{call} returned a list of {n} items; expected one torch.Tensor")).format(
+            call=call, n=len(got)), found=[("wrong-type", N_("it returns a tuple whose first item is the output; "
+                                                              "return the output alone"))])
     try:
         return torch.as_tensor(got)
     except Exception:
@@ -316,7 +318,7 @@ def _same_answer(a, b) -> bool:
 
 
 def expect_tensor(got, expected, *, call: str, mutants=None, signs=None, inputs=(), blocked=None,
-                  blocked_what="zero", about=None):
+                  blocked_what=N_("zero"), about=None):
     """Like expect_array for tensors; modules compute in float32, so the float32 tolerance applies."""
     from autograder.grading.tolerances import FLOAT32
     expect_array(got, expected, call=call, kind="torch", mutants=mutants, signs=signs,
@@ -336,6 +338,7 @@ def _same(a, b) -> bool:
         and bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=1e-6, atol=1e-7, equal_nan=True))
 
 
+INT_INVERT = N_("the same mask as booleans gives another answer than as 0/1 integers (`~1 == -2` and `~0 == -1`)")
 NOTHING = "; " + N_("a check like this one gives points only to an answer that computes something (issue 23: "
                     "doing nothing earns nothing)")
 
@@ -347,7 +350,7 @@ def expect_varies(got, *, call: str, what: str = "its values") -> None:
     if not isinstance(arr, np.ndarray):
         raise Mismatch(f"{call} returned {describe_value(got)}; expected an array")
     if arr.size == 0:
-        raise Mismatch(f"{call} returned an empty array{NOTHING}")
+        raise Mismatch(N_("{call} returned an empty array").format(call=call) + NOTHING)
     if _constant(arr):
         value = arr.reshape(-1)[0]
         value = bool(value) if arr.dtype == np.bool_ else f"{float(value):g}"

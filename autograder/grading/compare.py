@@ -187,14 +187,15 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
     else:
         want_type = np.ndarray
     if not isinstance(got, want_type):
-        type_name = "a torch.Tensor" if kind == "torch" else "a NumPy array"
-        line = f"{call} returned {describe_value(got)}; expected {type_name} of shape {tuple(expected.shape)}"
+        type_name = N_("a torch.Tensor") if kind == "torch" else N_("a NumPy array")
+        line = N_("{call} returned {returned}; expected {wanted} of shape {shape}").format(
+            call=call, returned=describe_value(got), wanted=type_name, shape=tuple(expected.shape))
         found = [("wrong-type", None)]
         if isinstance(got, (tuple, list)) and got and isinstance(got[0], want_type) \
                 and tuple(got[0].shape) == tuple(expected.shape):
             # (output, weights) returned: the output is still diagnosed, so its mistakes are named too
-            found = [("wrong-type", f"it returns {describe_value(got)} whose first item is the output; return "
-                                    "the output alone")]
+            found = [("wrong-type", N_("it returns {returned} whose first item is the output; return the output "
+                                       "alone").format(returned=describe_value(got)))]
             try:
                 expect_array(got[0], expected, call=f"the first item returned by {call}", kind=kind,
                              mutants=mutants, signs=signs, inputs=inputs, tol=tol, blocked=blocked,
@@ -207,7 +208,8 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
     if AUDIT is not None:
         _audit(call, mutants, exp_np, rtol, atol)
     if got_np.dtype.kind not in "biufc":
-        raise Mismatch(f"{call} returned an array of dtype {got_np.dtype}; expected numbers", mistake="wrong-type")
+        raise Mismatch(N_("{call} returned an array of dtype {dtype}; expected numbers").format(
+            call=call, dtype=got_np.dtype), mistake="wrong-type")
 
     if got_np.shape == exp_np.shape and _close(got_np, exp_np, rtol, atol) \
             and np.array_equal(np.isnan(got_np.astype(np.float64)), np.isnan(exp_np.astype(np.float64))):
@@ -244,11 +246,11 @@ def expect_array(got, expected, *, call: str, kind: str = "numpy",
         found = []
         g, e = got_np[rows].astype(np.float64), exp_np[rows].astype(np.float64)
         if np.isnan(g).any():
-            found.append(("masked-row-nan", f"{int(np.isnan(g).any(-1).sum())} fully blocked row(s) come out NaN; "
-                                            f"they must be {blocked_what}"))
+            found.append(("masked-row-nan", N_("{n} fully blocked row(s) come out NaN; they must be {what}").format(
+                n=int(np.isnan(g).any(-1).sum()), what=blocked_what)))
         elif not np.allclose(g, e, rtol=rtol, atol=atol):
-            found.append(("masked-row-leak", f"fully blocked rows are not {blocked_what}: they still read "
-                                             "blocked keys"))
+            found.append(("masked-row-leak", N_("fully blocked rows are not {what}: they still read blocked keys")
+                          .format(what=blocked_what)))
         keep = ~rows
         if keep.any() and not _close(got_np[keep], exp_np[keep], rtol, atol):
             for more, candidate in computed:

@@ -49,9 +49,9 @@ def summary(call, got, expected, rtol, atol) -> str:
 
 def describe_value(v) -> str:
     if isinstance(v, tuple):
-        return f"a tuple of {len(v)} items"
+        return N_("a tuple of {n} items").format(n=len(v))
     if isinstance(v, list):
-        return f"a list of {len(v)} items"
+        return N_("a list of {n} items").format(n=len(v))
     if v is None:
         return "None"
     name = getattr(v, "type_name", None) or type(v).__name__

@@ -84,9 +84,10 @@ def load_lenient(module, shapes: dict, params: dict, what: str, mode: bool | Non
             params.fingerprint[n] = (torch.block_diag(*[given[n]] * reps) if n.endswith(".weight")
                                      else given[n].repeat(reps))
         names = sorted({n.split(".")[0] for n in shared if n.endswith(".weight")})
-        params.deviation = (f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} one small Linear(d_k, d_k) "
-                            "shared by every head and applied after the split, not a Linear(d_model, d_model) over "
-                            "all the features")
+        params.deviation = (N_("{names} is one small Linear(d_k, d_k) shared by every head and applied after the split, "
+                               "not a Linear(d_model, d_model) over all the features") if len(names) == 1 else
+                            N_("{names} are one small Linear(d_k, d_k) shared by every head and applied after the split, "
+                               "not a Linear(d_model, d_model) over all the features")).format(names=", ".join(names))
     module.load_parameters({n: t for n, t in given.items() if n in have}, strict=False, mode=mode)
     return params
 
@@ -129,8 +130,11 @@ def projections_unused(module, params, rng, call, before, names, load):
     have = module.parameters()
     missing = [n for n in names[1:3] if f"{n}.weight" not in have]
     if missing:
-        return Mismatch(f"the module has no {' and no '.join(missing)}: the keys and values each need their own "
-                        f"projection, an nn.Linear(d_model, d_model) named {' and '.join(missing)}")
+        return Mismatch((N_("the module has no {names}: the keys and values each need their own projection, an "
+                            "nn.Linear(d_model, d_model) named {names}") if len(missing) == 1 else
+                         N_("the module has no {first} and no {second}: the keys and values each need their own "
+                            "projection, an nn.Linear(d_model, d_model) named {first} and {second}")).format(
+            names=missing[0], first=missing[0], second=missing[-1]))
     changed = dict(params)
     name = f"{names[0]}.weight"
     changed[name] = params[name] + torch.from_numpy(rng.standard_normal(params[name].shape).astype(np.float32))

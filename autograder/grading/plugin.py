@@ -40,27 +40,30 @@ def explain_failure(exc: BaseException, exercise: str) -> tuple[str, str | None,
         return str(exc), exc.mistake, False
     if isinstance(exc, SubmissionFault):
         mistake = {"timeout": "time-limit", "memory": "memory-limit", "crash": "process-exit"}[exc.kind]
-        return f"{exercise}: {exc}. {describe(mistake)}", mistake, False
+        return N_("{exercise}: {reason}.").format(exercise=exercise, reason=exc) + f" {describe(mistake)}", mistake, False
     if isinstance(exc, SandboxBroken):
-        return f"the autograder's sandbox broke down on this check (not your fault): {exc}", None, True
+        return N_("the autograder's sandbox broke down on this check (not your fault): {reason}").format(
+            reason=exc), None, True
     if isinstance(exc, ExerciseUnavailable):
         return str(exc), None, False
     if isinstance(exc, StudentError):
         if exc.type == "NotImplementedError":
-            return (f"{exercise} still raises NotImplementedError: the stub is unchanged. "
-                    f"{describe('not-implemented')}"), "not-implemented", False
+            return (N_("{exercise} still raises NotImplementedError: the stub is unchanged.").format(exercise=exercise)
+                    + f" {describe('not-implemented')}"), "not-implemented", False
         if exc.type == ANSWER_TOO_LARGE:   # the call returned; its answer could not be sent
-            return (f"{exercise}: {exc.message}. Return only what the exercise asks for "
-                    "(its docstring says the type and shape)."), None, False
+            return (N_("{exercise}: {reason}. Return only what the exercise asks for (its docstring says the type "
+                       "and shape).").format(exercise=exercise, reason=exc.message)), None, False
         if exc.type in ("SystemExit", "KeyboardInterrupt"):
-            return f"{exercise} raised {exc.type}. {describe('process-exit')}", "process-exit", False
+            return (N_("{exercise} raised {error}.").format(exercise=exercise, error=exc.type)
+                    + f" {describe('process-exit')}"), "process-exit", False
         text = N_("{exercise} raised an exception:").format(exercise=exercise) + "\n" + exc.describe()
         if exc.type == "TypeError" and _called_wrongly(exc.message, exercise):
             return f"{text}\n{describe('wrong-signature')}", "wrong-signature", False
         return text, None, False
     if isinstance(exc, AssertionError):  # a plain assert in a check
         return f"{exercise}: {exc}", None, False
-    return f"the autograder failed on this check (not your fault; please report it): {exc!r}", None, True
+    return N_("the autograder failed on this check (not your fault; please report it): {reason}").format(
+        reason=repr(exc)), None, True
 
 
 _CALL_ERROR = re.compile(r"([\w.]+)\(\) (?:got an unexpected keyword argument|got multiple values for|"

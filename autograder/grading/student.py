@@ -133,8 +133,8 @@ def _call(submission, target, label, args, kwargs):
                                    kwargs=_unwrap(dict(kwargs)), return_args=True)
     except StudentError as err:
         if err.type == "ValueError" and any(m in err.message for m in READ_ONLY_WRITE):
-            raise Mismatch((N_("{label} changed its input in place: it writes into an argument it was given ({error})")
-                            .format(label=label, error=f"{err.type}: {err.message}") + f"\n{err.traceback}").rstrip(),
+            raise Mismatch((N_("{label} changed its input in place: it writes into an argument it was given ({reason})")
+                            .format(label=label, reason=f"{err.type}: {err.message}") + f"\n{err.traceback}").rstrip(),
                            mistake="input-modified") from None
         raise
     changed = [f"argument {i + 1}" for i, (a, b) in enumerate(zip(args, reply["args"])) if not _same(a, b)]

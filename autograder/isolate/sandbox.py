@@ -22,6 +22,7 @@ import time
 
 from autograder.run import bounds, frames, wire
 from autograder.isolate import answering, bwrap
+from autograder.i18n import N_
 from autograder.isolate.launch import (DEFAULT_MEMORY_LIMIT, _Adopted, _kill_group, _popen_worker,  # noqa: F401
                                        _remove_scratch, _uid_base, prelaunch, prelaunch_shared)
 from autograder.isolate.watch import Watch
@@ -62,7 +63,7 @@ class Child:
         `questions` seconds."""
         self.credit = 0.0
         if not self.alive:
-            raise SubmissionFault("crash", "the worker process had already stopped")
+            raise SubmissionFault("crash", N_("the worker process had already stopped"))
         deadline = time.monotonic() + max(timeout, 0.05)
         watch = Watch(op, args)   # a watched call's arguments: in memory the grader reads back itself
         try:
@@ -72,13 +73,13 @@ class Child:
                 reply_frame, self.credit = frames.recv_reply(self.sock, deadline, answering.bounded(on_ask), questions)
             except socket.timeout:
                 self.close()
-                raise SubmissionFault("timeout", "did not finish within the time limit") from None
+                raise SubmissionFault("timeout", N_("did not finish within the time limit")) from None
             except (EOFError, OSError, wire.WireError) as exc:
                 # the child's own exit, or the worker's: when the worker dies, its control socket
                 # closes before the kernel ends its children, so ending this child then fails,
                 # and close() raises SandboxBroken (a grader fault: regraded) instead
                 self.close()
-                raise SubmissionFault("crash", f"the worker process stopped ({exc})") from None
+                raise SubmissionFault("crash", N_("the worker process stopped ({reason})").format(reason=exc)) from None
             try:
                 # every string cut to a bounded length here: the child may send any (run/bounds.py)
                 ok = (reply := wire.decode(reply_frame, objects=lambda n, t: wire.Handle(n, t),
@@ -92,8 +93,8 @@ class Child:
             watch.close()
         error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
         if error.get("type") == "MemoryError" or "can't allocate memory" in str(error.get("message", "")):
-            raise SubmissionFault("memory", "ran out of memory (the limit was reached): "
-                                            + str(error.get("message", ""))[:200])
+            raise SubmissionFault("memory", N_("ran out of memory (the limit was reached): {reason}").format(
+                reason=str(error.get("message", ""))[:200]))
         raise StudentError(error)
 
     def limit_memory(self, extra_bytes: int, at_most: int | None = None, data_at_most: int | None = None) -> dict:

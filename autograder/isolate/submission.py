@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from autograder.grading.student import code_digest
+from autograder.i18n import N_
 from autograder.isolate.sandbox import DEFAULT_TIME_LIMIT, Sandbox
 from autograder.load.notebook import Program, definition_cells, idle_demos  # noqa: F401 - definition_cells: tests
 from autograder.run.errors import StudentError, SubmissionFault
@@ -135,11 +136,11 @@ class Submission:
                     # nothing runs after it
                     self.executed = index
                     raise self.budget.fault(self._where(cell.label))
-                what = {"timeout": f"did not finish within {self.time_limit:g} s and was skipped",
-                        "memory": "ran out of memory and was skipped",
-                        "crash": "stopped the worker process (sys.exit, os._exit or a crash) "
-                                 "and was skipped"}[fault.kind]
-                self.cell_errors[cell.label] = f"running the cell {what}"
+                what = {"timeout": N_("running the cell did not finish within {seconds} s and was skipped"),
+                        "memory": N_("running the cell ran out of memory and was skipped"),
+                        "crash": N_("running the cell stopped the worker process (sys.exit, os._exit or a crash) "
+                                    "and was skipped")}[fault.kind]
+                self.cell_errors[cell.label] = what.format(seconds=f"{self.time_limit:g}")
                 self.skip_cells.add(cell.label)
                 restarts += 1
                 if restarts >= MAX_RESTARTS and self.scratch_cutoff > index:
@@ -320,8 +321,8 @@ class Submission:
         if name in self.program.problems:
             return self.program.problems[name]
         if name in self.cell_errors:
-            return f"the cell '{name}' failed to run:\n{self.cell_errors[name]}"
+            return N_("the cell '{name}' failed to run:").format(name=name) + "\n" + self.cell_errors[name]
         if name in self.fresh_errors:    # e.g. under lesson 10's memory limit, which its definitions run under
-            return (f"the cell '{name}' failed to run in the separate process this check calls it in (under "
-                    f"the check's memory limit, if it has one):\n{self.fresh_errors[name]}")
+            return (N_("the cell '{name}' failed to run in the separate process this check calls it in (under "
+                       "the check's memory limit, if it has one):").format(name=name) + "\n" + self.fresh_errors[name])
         return None

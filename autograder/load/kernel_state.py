@@ -19,6 +19,8 @@ import sys
 import types
 from pathlib import Path
 
+from autograder.i18n import N_
+
 
 def saved_notebook(lesson_id: str) -> Path | None:
     """The notebook this kernel belongs to: Jupyter names it in JPY_SESSION_NAME; otherwise the
@@ -115,7 +117,11 @@ def note(lesson_id: str, exercise: str, obj) -> str | None:
         return None
     if not missing:
         return None
-    listed = ", ".join(f"`{n}`" for n in missing[:5]) + (" and others" if len(missing) > 5 else "")
-    return (f"note: {exercise} uses {listed}, which this kernel has but no cell above this check in the "
-            "saved notebook defines (a cell run out of order, deleted or not saved); the grader runs the saved "
-            "notebook top to bottom and will not have it: save, then Restart & Run All.")
+    listed = ", ".join(f"`{n}`" for n in missing[:5])
+    return (N_("note: {exercise} uses {listed} and others, which this kernel has but no cell above this check in the "
+               "saved notebook defines (a cell run out of order, deleted or not saved); the grader runs the saved "
+               "notebook top to bottom and will not have it: save, then Restart & Run All.") if len(missing) > 5 else
+            N_("note: {exercise} uses {listed}, which this kernel has but no cell above this check in the saved "
+               "notebook defines (a cell run out of order, deleted or not saved); the grader runs the saved notebook "
+               "top to bottom and will not have it: save, then Restart & Run All.")).format(exercise=exercise,
+                                                                                           listed=listed)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 
 from autograder.course import Lesson
+from autograder.i18n import N_
 # read_cells and the file readers live in reading.py; they stay importable from here
 from autograder.load.reading import (MAX_NOTEBOOK_BYTES, MAX_PARSED_CELL, _nbgrader, _source, _tags,  # noqa: F401
                                      digest_regular_file, read_cells, read_regular_file)
@@ -215,7 +216,8 @@ def build_program(path: Path, lesson: Lesson, released: Path | None = None, *, k
             t = released[gid]
             tags = _tags(t)
             if _source(c).strip() != _source(t).strip() and "self-check" not in tags:
-                program.notes.append(f"you edited the locked cell '{gid}'; the released version was used")
+                program.notes.append(N_("you edited the locked cell '{name}'; the released version was used")
+                                     .format(name=gid))
             if SETUP_TAG in tags:
                 ran_setup.add(gid)
                 order.append(Cell(gid, _source(t), "setup", gid))

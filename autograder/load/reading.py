@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autograder.i18n import N_
+
 
 def _source(cell) -> str:
     src = cell.get("source", "") if isinstance(cell, dict) else ""
@@ -141,26 +143,26 @@ def parsed(raw: bytes) -> tuple[list[dict], list[str], str | None]:
 def cells_from_bytes(raw: bytes) -> tuple[list[dict], list[str], str | None]:
     notes: list[str] = []
     if not raw.strip():
-        return [], notes, "the file is empty: it is not a notebook (was it saved?)"
+        return [], notes, N_("the file is empty: it is not a notebook (was it saved?)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         text = raw.decode("utf-8", errors="replace")
-        notes.append(f"the file is not valid UTF-8 (first bad byte at position {exc.start}); "
-                     "undecodable bytes were replaced")
+        notes.append(N_("the file is not valid UTF-8 (first bad byte at position {index}); undecodable bytes were "
+                        "replaced").format(index=exc.start))
     del raw
     try:
         data = json.loads(text)
     except RecursionError:
-        return [], notes, "the file is not a notebook: its JSON is nested far too deeply"
+        return [], notes, N_("the file is not a notebook: its JSON is nested far too deeply")
     except MemoryError:
-        return [], notes, "the file is not a notebook the grader can read: its JSON is too large"
+        return [], notes, N_("the file is not a notebook the grader can read: its JSON is too large")
     except ValueError as exc:
-        return [], notes, (f"the file is not a notebook: it is not valid JSON ({str(exc)[:200]}). "
-                           "Open it in Jupyter and save it again, or re-download the lesson.")
+        return [], notes, N_("the file is not a notebook: it is not valid JSON ({reason}). Open it in Jupyter and save "
+                             "it again, or re-download the lesson.").format(reason=str(exc)[:200])
     del text
     if not isinstance(data, dict) or not ("cells" in data or "worksheets" in data):
-        return [], notes, "the file is JSON but not a Jupyter notebook (it has no cells)"
+        return [], notes, N_("the file is JSON but not a Jupyter notebook (it has no cells)")
     version = data.get("nbformat", 4)
     if type(version) is not int:
         notes.append(f"the notebook's format number is {str(version)[:40]!r}, not a whole number; read as version 4")
@@ -169,7 +171,7 @@ def cells_from_bytes(raw: bytes) -> tuple[list[dict], list[str], str | None]:
         try:
             import nbformat  # only here: importing it costs ~1.3 s (jsonschema's format checkers)
             data = nbformat.convert(nbformat.from_dict(data), 4)
-            notes.append("the notebook used an old format (nbformat 3); it was converted")
+            notes.append(N_("the notebook used an old format (nbformat 3); it was converted"))
         except Exception as exc:  # nbformat raises many kinds on odd input
             if "worksheets" in data or not isinstance(data.get("cells"), list):
                 return [], notes, f"the notebook uses an old format that could not be converted ({str(exc)[:200]})"
@@ -177,7 +179,7 @@ def cells_from_bytes(raw: bytes) -> tuple[list[dict], list[str], str | None]:
                          "read as version 4")
     cells = data.get("cells")
     if not isinstance(cells, list):
-        return [], notes, "the notebook's cells are not a list"
+        return [], notes, N_("the notebook's cells are not a list")
     notes.extend(_odd_cells(cells))
     return [c for c in cells if isinstance(c, dict) and isinstance(c.get("cell_type", ""), str)], notes, None
 

@@ -72,7 +72,7 @@ def class_report_html(results: dict[str, dict], out_dir: Path, lang: str | None 
     for (lesson, exercise), rows in exercises.items():
         if lesson != current:
             current = lesson
-            title = COURSE[lesson].title if lesson in COURSE else ""
+            title = gettext_(COURSE[lesson].title, words.lang) if lesson in COURSE else ""
             body.append(f"<h2 id='{_anchor(lesson)}'>{_e(lesson)} <small>{_e(title)}</small></h2>")
         body.append(_exercise_section(lesson, exercise, rows, links, charts, words))
     return _PAGE.format(css=_CSS, body="\n".join(body), script=_SORTER, script_hash=_SORTER_HASH,

@@ -7,7 +7,10 @@ i18n.localize finds a template inside the values of another ("{call}, compared w
 {difference}") and an item of a list ("Lq=3, Lk=5, batch 2, cross-attention"), so each piece is
 translated where it appears and the rest (code, shapes, numbers) stays as written. Nothing imports
 this module; Babel extracts it (deliver/translations.py). A check that words a piece otherwise leaves
-it in English, and tests/test_feedback_translation.py's corpus test says where.
+it in English: tests/test_feedback_translation.py fails when a piece's words are no longer written by
+any string of the package (test_each_phrase_is_still_written_somewhere), and its corpus tests, and
+`python -m autograder.classroom.english_left` over the whole corpus, say where English is left.
+A sentence a check writes whole is marked where it is written (N_), not here.
 """
 from autograder.i18n import N_
 
@@ -32,6 +35,7 @@ WHAT = [
 
 INPUTS = [
     N_("{variable} of shape {shape}"),
+    N_("{variable} of shape {shape} {dtype}"),
     N_("{variable} of shape {shape} and no mask"),
     N_("{variable} of shape {shape} and a causal mask of shape {mask}"),
     N_("{variable} of shape {shape} and a {kind} mask of shape {mask} with one blocked row"),
@@ -104,7 +108,6 @@ SAW = [
     N_("the code raised {exception}"),
     N_("{function} in eval mode differs from dropout=0.0"),
     N_("only the new tokens are returned, without the prompt before them"),
-    N_("the same mask as booleans gives another answer than as 0/1 integers (`~1 == -2` and `~0 == -1`)"),
     N_("the module raises when it is called without a mask; mask=None must mean that every key may be read"),
     N_("with dropout=0.0 the training-mode output differs from the eval-mode output"),
     N_("only dropout may depend on the mode"),
@@ -113,4 +116,10 @@ SAW = [
     N_("it reverses every axis instead of the last two"),
     N_("the module has no {variable} at all"),
     N_("the merged heads are returned as they are"),
+    N_("{module} is never used"),
+    N_("it returns a tuple whose first item is the output"),
+    # a check's lines joined into one (report/results.py, the one-line summaries)
+    N_("test_projections fails a correct class ({style}): {verdict}"),
+    # what the sandbox says of a worker that stopped (run/frames.py: EOFError)
+    N_("the other side closed the connection"),
 ]

@@ -50,10 +50,11 @@ def mistakes_of(test: dict) -> list[str]:
 
 def reason(entry: dict, lang: str | None = None) -> str:
     """One short line: why the exercise lost points (--brief, the class report), in `lang`."""
-    return localize(_reason(entry), language(lang))
+    lang = language(lang)
+    return localize(_reason(entry, lang), lang)
 
 
-def _reason(entry: dict) -> str:
+def _reason(entry: dict, lang: str | None = None) -> str:
     if not entry["failed"]:
         return N_("all checks passed")
     from autograder.diagnose.mistakes import CATALOGUE
@@ -72,7 +73,7 @@ def _reason(entry: dict) -> str:
         return N_("{line} ({n} failed checks)").format(line=causes, n=len(entry["failed"])) if many else causes
     first = entry["failed"][0]
     mistake = mistake_of(first)
-    line = _one_line(first.get("output", "")) or N_("failed")
+    line = localize(_one_line(first.get("output", "")), lang) or N_("failed")   # translated whole, then cut
     if len(line) > 110:
         line = line[:107] + "..."
     if mistake:
@@ -368,5 +369,6 @@ def sandbox_line(layers: list[str], verbose: bool = False) -> str:
     if verbose:
         return "sandbox: " + "; ".join(layers)
     names = [re.split(r" \(|: ", layer, maxsplit=1)[0] for layer in layers]
-    return "sandbox: " + "; ".join(names) + " (--verbose says what each holds)"
+    return localize(N_("sandbox: {layers} (--verbose says what each holds)").format(layers="; ".join(names)),
+                    language(None))
 
