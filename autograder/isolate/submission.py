@@ -322,7 +322,7 @@ class Submission:
             return self.program.problems[name]
         if name in self.cell_errors:
             return N_("the cell '{name}' failed to run:").format(name=name) + "\n" + self.cell_errors[name]
-        if name in self.fresh_errors:    # e.g. under lesson 10's memory limit, which its definitions run under
-            return (N_("the cell '{name}' failed to run in the separate process this check calls it in (under "
-                       "the check's memory limit, if it has one):").format(name=name) + "\n" + self.fresh_errors[name])
+        if name in self.fresh_errors:    # ran in the notebook, failed when run again beside a subject
+            return (N_("the cell '{name}' failed when it ran again in the separate process this check calls "
+                       "it in:").format(name=name) + "\n" + self.fresh_errors[name])
         return None
