@@ -305,9 +305,10 @@ class Submission:
                                        data_at_most=start["data"] + allowed)
             if limit["limited"] - limit["mapped"] < memory_bytes // 4:   # too little left to even read the request
                 kept = (limit["mapped"] - start["mapped"]) / 2**20
-                raise SubmissionFault("memory", f"not called: the notebook's definitions keep {kept:.1f} MiB mapped in "
-                                                f"that process, and the call may use at most "
-                                                f"{(memory_bytes + DEFINITIONS_ROOM) / 2**20:.1f} MiB with them")
+                raise SubmissionFault("memory", N_(
+                    "not called: the notebook's definitions keep {kept} MiB mapped in that process, and the "
+                    "call may use at most {limit} MiB with them").format(
+                        kept=f"{kept:.1f}", limit=f"{(memory_bytes + DEFINITIONS_ROOM) / 2**20:.1f}"))
             return child.request("traced_call", self._allowance(seconds), on_ask=self.answerer,
                                  questions=self.budget.questions, target=target, args=args, trace=not self.stand_ins)
         finally:
