@@ -62,20 +62,34 @@ def run_cli(*args, cwd=ROOT, timeout=600):
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def graded_once_per_run(tmp_path_factory, folder: str):
+    """(results, stdout) of `grade <folder> --json`, run once per test run: under xdist the first
+    worker that asks grades and the others read its files (a lock in the run's shared temporary
+    folder), so two test modules on two workers do not grade the same course twice."""
+    import fcntl
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        shared = tmp_path_factory.mktemp("grade")
+    else:   # each worker's basetemp is <the run's folder>/popen-gwN
+        shared = tmp_path_factory.getbasetemp().parent / "graded-once"
+        shared.mkdir(exist_ok=True)
+    out, printed = shared / f"{folder}.json", shared / f"{folder}.stdout"
+    with open(shared / f"{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not printed.exists():
+            run = run_cli("grade", f"{folder}/", "--json", out)
+            assert run.returncode == 0, run.stderr
+            printed.write_text(run.stdout)      # written last: its presence says the run succeeded
+    return json.loads(out.read_text()), printed.read_text()
+
+
 @pytest.fixture(scope="session")
 def solutions_results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("grade") / "solutions.json"
-    run = run_cli("grade", "solutions/", "--json", out)
-    assert run.returncode == 0, run.stderr
-    return json.loads(out.read_text()), run.stdout
+    return graded_once_per_run(tmp_path_factory, "solutions")
 
 
 @pytest.fixture(scope="session")
 def lessons_results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("grade") / "lessons.json"
-    run = run_cli("grade", "lessons/", "--json", out)
-    assert run.returncode == 0, run.stderr
-    return json.loads(out.read_text()), run.stdout
+    return graded_once_per_run(tmp_path_factory, "lessons")
 
 
 def lesson_ids():
