@@ -133,6 +133,32 @@ def pytest_collection_modifyitems(config, items):
         ids = {id(item) for item in left}
         items[:] = [item for item in items if id(item) not in ids]
         config.hook.pytest_deselected(items=left)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    rank.update({name: len(rank) + 1 + i for i, name in enumerate(LAST)})
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))   # stable: each file's order kept
+
+
+# Files that take longest, longest first; the rest follow in their usual order, and the notebooks'
+# run, which reads what the book's build executed (book.executed_solution's cache), comes last.
+# xdist (--dist loadfile) hands whole files to the workers in this order (pyproject's addopts turn
+# off its own reordering, by number of tests, which left the 2-test nbgrader file or the book for
+# the end of a run, one worker waiting while the other finished them). Seconds alone, -n 0, at
+# load 5-7 (fresh clone: the book executes every lesson, ~120 s of it).
+LONGEST_FIRST = (
+    "test_book.py",                 # 227 (fresh clone)
+    "test_red_team.py",             # 195
+    "test_corpus.py",               # 151
+    "test_nbgrader_agrees.py",      # 96
+    "test_feedback_translation.py",  # 88
+    "test_kernel_agreement.py",     # 79
+    "test_sandbox_attacks.py",      # 55
+    "test_feedback_economy.py",     # 55
+    "test_gradescope.py",           # 38
+    "test_degenerate.py",           # 36
+    "test_slow_teardown.py",        # 33
+    "test_cli.py",                  # 32
+)
+LAST = ("test_notebooks_execute.py",)
 
 
 @pytest.hookimpl(trylast=True)
