@@ -62,24 +62,54 @@ def run_cli(*args, cwd=ROOT, timeout=600):
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def graded_once_per_run(tmp_path_factory, folder: str):
-    """(results, stdout) of `grade <folder> --json`, run once per test run: under xdist the first
-    worker that asks grades and the others read its files (a lock in the run's shared temporary
-    folder), so two test modules on two workers do not grade the same course twice."""
+def once_per_run(tmp_path_factory, name: str, make) -> Path:
+    """A folder that `make(folder)` fills, made once per test run: under xdist the first worker that
+    asks makes it and the others wait on a lock in the run's shared temporary folder (each worker's
+    basetemp is <that folder>/popen-gwN), then read it, so test files on two workers do not build
+    the same thing twice. Readers must not change it."""
     import fcntl
+    import shutil
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        shared = tmp_path_factory.mktemp("grade")
-    else:   # each worker's basetemp is <the run's folder>/popen-gwN
-        shared = tmp_path_factory.getbasetemp().parent / "graded-once"
-        shared.mkdir(exist_ok=True)
-    out, printed = shared / f"{folder}.json", shared / f"{folder}.stdout"
-    with open(shared / f"{folder}.lock", "w") as lock:
+        folder = tmp_path_factory.mktemp(name)
+        make(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent / "once-per-run"
+    shared.mkdir(exist_ok=True)
+    folder, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not printed.exists():
-            run = run_cli("grade", f"{folder}/", "--json", out)
-            assert run.returncode == 0, run.stderr
-            printed.write_text(run.stdout)      # written last: its presence says the run succeeded
-    return json.loads(out.read_text()), printed.read_text()
+        if not done.exists():                  # (or the worker that began it failed)
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+def graded_once_per_run(tmp_path_factory, course_folder: str):
+    """(results, stdout) of `grade <course_folder> --json`, once per test run (once_per_run)."""
+    def make(folder):
+        run = run_cli("grade", f"{course_folder}/", "--json", folder / "results.json")
+        assert run.returncode == 0, run.stderr
+        (folder / "stdout").write_text(run.stdout)
+    folder = once_per_run(tmp_path_factory, f"grade-{course_folder}", make)
+    return json.loads((folder / "results.json").read_text()), (folder / "stdout").read_text()
+
+
+@pytest.fixture(scope="session")
+def kit_dir(tmp_path_factory):
+    """The whole student kit (test_student_kit.py, test_kit_secrets.py), built once per test run
+    into a folder outside the repository (recorded without the corpus, for speed: the release
+    command records the corpus's mistakes too), with the tests' driver beside it."""
+    import shutil
+    from autograder.deliver import kit
+
+    def make(folder):
+        kit.write_kit(folder / "mha-course-kit", corpus=False)
+        shutil.copy(ROOT / "tests" / "support" / "kit_driver.py", folder / "mha-course-kit" / "kit_driver.py")
+    out = once_per_run(tmp_path_factory, "kit", make) / "mha-course-kit"
+    assert not str(out).startswith(str(ROOT))
+    return out
 
 
 @pytest.fixture(scope="session")
@@ -146,13 +176,16 @@ def pytest_collection_modifyitems(config, items):
 # load 5-7 (fresh clone: the book executes every lesson, ~120 s of it).
 LONGEST_FIRST = (
     "test_book.py",                 # 227 (fresh clone)
+    "test_student_kit.py",          # 200 (297 with test_kit_secrets.py's tests; the kit 85 of it)
     "test_red_team.py",             # 195
     "test_corpus.py",               # 151
+    "test_kit_secrets.py",          # ~100 (the kit tests above build)
     "test_nbgrader_agrees.py",      # 96
     "test_feedback_translation.py",  # 88
     "test_kernel_agreement.py",     # 79
     "test_sandbox_attacks.py",      # 55
     "test_feedback_economy.py",     # 55
+    "test_translated_grading.py",   # 39
     "test_gradescope.py",           # 38
     "test_degenerate.py",           # 36
     "test_slow_teardown.py",        # 33
