@@ -62,20 +62,64 @@ def run_cli(*args, cwd=ROOT, timeout=600):
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def once_per_run(tmp_path_factory, name: str, make) -> Path:
+    """A folder that `make(folder)` fills, made once per test run: under xdist the first worker that
+    asks makes it and the others wait on a lock in the run's shared temporary folder (each worker's
+    basetemp is <that folder>/popen-gwN), then read it, so test files on two workers do not build
+    the same thing twice. Readers must not change it."""
+    import fcntl
+    import shutil
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        folder = tmp_path_factory.mktemp(name)
+        make(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent / "once-per-run"
+    shared.mkdir(exist_ok=True)
+    folder, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():                  # (or the worker that began it failed)
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+def graded_once_per_run(tmp_path_factory, course_folder: str):
+    """(results, stdout) of `grade <course_folder> --json`, once per test run (once_per_run)."""
+    def make(folder):
+        run = run_cli("grade", f"{course_folder}/", "--json", folder / "results.json")
+        assert run.returncode == 0, run.stderr
+        (folder / "stdout").write_text(run.stdout)
+    folder = once_per_run(tmp_path_factory, f"grade-{course_folder}", make)
+    return json.loads((folder / "results.json").read_text()), (folder / "stdout").read_text()
+
+
+@pytest.fixture(scope="session")
+def kit_dir(tmp_path_factory):
+    """The whole student kit (test_student_kit.py, test_kit_secrets.py), built once per test run
+    into a folder outside the repository (recorded without the corpus, for speed: the release
+    command records the corpus's mistakes too), with the tests' driver beside it."""
+    import shutil
+    from autograder.deliver import kit
+
+    def make(folder):
+        kit.write_kit(folder / "mha-course-kit", corpus=False)
+        shutil.copy(ROOT / "tests" / "support" / "kit_driver.py", folder / "mha-course-kit" / "kit_driver.py")
+    out = once_per_run(tmp_path_factory, "kit", make) / "mha-course-kit"
+    assert not str(out).startswith(str(ROOT))
+    return out
+
+
 @pytest.fixture(scope="session")
 def solutions_results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("grade") / "solutions.json"
-    run = run_cli("grade", "solutions/", "--json", out)
-    assert run.returncode == 0, run.stderr
-    return json.loads(out.read_text()), run.stdout
+    return graded_once_per_run(tmp_path_factory, "solutions")
 
 
 @pytest.fixture(scope="session")
 def lessons_results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("grade") / "lessons.json"
-    run = run_cli("grade", "lessons/", "--json", out)
-    assert run.returncode == 0, run.stderr
-    return json.loads(out.read_text()), run.stdout
+    return graded_once_per_run(tmp_path_factory, "lessons")
 
 
 def lesson_ids():
@@ -119,6 +163,35 @@ def pytest_collection_modifyitems(config, items):
         ids = {id(item) for item in left}
         items[:] = [item for item in items if id(item) not in ids]
         config.hook.pytest_deselected(items=left)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    rank.update({name: len(rank) + 1 + i for i, name in enumerate(LAST)})
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))   # stable: each file's order kept
+
+
+# Files that take longest, longest first; the rest follow in their usual order, and the notebooks'
+# run, which reads what the book's build executed (book.executed_solution's cache), comes last.
+# xdist (--dist loadfile) hands whole files to the workers in this order (pyproject's addopts turn
+# off its own reordering, by number of tests, which left the 2-test nbgrader file or the book for
+# the end of a run, one worker waiting while the other finished them). Seconds alone, -n 0, at
+# load 5-7 (fresh clone: the book executes every lesson, ~120 s of it).
+LONGEST_FIRST = (
+    "test_book.py",                 # 227 (fresh clone)
+    "test_student_kit.py",          # 200 (297 with test_kit_secrets.py's tests; the kit 85 of it)
+    "test_red_team.py",             # 195
+    "test_corpus.py",               # 151
+    "test_kit_secrets.py",          # ~100 (the kit tests above build)
+    "test_nbgrader_agrees.py",      # 96
+    "test_feedback_translation.py",  # 88
+    "test_kernel_agreement.py",     # 79
+    "test_sandbox_attacks.py",      # 55
+    "test_feedback_economy.py",     # 55
+    "test_translated_grading.py",   # 39
+    "test_gradescope.py",           # 38
+    "test_degenerate.py",           # 36
+    "test_slow_teardown.py",        # 33
+    "test_cli.py",                  # 32
+)
+LAST = ("test_notebooks_execute.py",)
 
 
 @pytest.hookimpl(trylast=True)

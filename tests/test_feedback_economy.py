@@ -18,7 +18,8 @@ from autograder.classroom import accuracy
 from autograder.course import COURSE, available_lessons
 from autograder.diagnose.root_cause import NOT_STARTED
 from autograder.grading.reference import load_reference
-from autograder.report.results import by_exercise, feedback_markdown
+from autograder.report.class_report import student_folder
+from autograder.report.results import by_exercise, feedback_markdown, summary, terminal_safe
 from autograder.selfcheck import run_selfcheck
 from conftest import exercise_pairs, run_cli
 from test_student_kit import MISTAKES, mistaken, solution_cells
@@ -90,6 +91,28 @@ def grade(folder, tmp, *extra):
     assert run.returncode == 0, run.stderr
     feedback = next((tmp / "out" / "students").glob("*/feedback.md")).read_text()
     return json.loads(out.read_text()), run.stdout, unescape(feedback)
+
+
+def grade_together(answers: dict[str, tuple[str, dict[str, str]]], tmp) -> dict[str, tuple]:
+    """{student: (lesson, cells)} graded in one class run (`grade CLASS --out`: one start-up and one
+    sandbox for all, two jobs; each alone took ~7 s, mostly start-up), and per student what `grade`
+    on that student alone shows: (results, the terminal's text, feedback.md). A class run's terminal
+    shows a progress line per student, so the text is summary()'s, the function `grade NOTEBOOK`
+    prints (runner.show_grades); the CLI's own output is tested on `typical` and in test_cli.py."""
+    for student, (lesson, cells) in answers.items():
+        write_notebook(tmp / "class" / student / f"{lesson}.ipynb", lesson, cells)
+    out = tmp / "results.json"
+    run = run_cli("grade", tmp / "class", "--json", out, "--out", tmp / "out", "--jobs", "2")
+    assert run.returncode == 0, run.stderr
+    results = json.loads(out.read_text())
+    assert set(results) == set(answers), results.keys()
+    return {student: (result, terminal_safe(summary(result, title=student, detail=True)),
+                      unescape(read_feedback(tmp / "out", student)))
+            for student, result in results.items()}
+
+
+def read_feedback(out, student):
+    return (student_folder(out, student) / "feedback.md").read_text()
 
 
 def selfcheck(lesson, exercise, cells, verbose=False):
@@ -256,18 +279,32 @@ AUDITED = [   # (lesson, exercise, [(old, new)], mistake, said once, never said,
 ]
 
 
-@pytest.fixture(scope="module")
-def audited(tmp_path_factory):
-    graded = {}
+def audited_answers() -> dict[str, tuple[str, dict[str, str]]]:
+    answers = {}
     for k, (lesson, exercise, edits, *_) in enumerate(AUDITED):
-        tmp = tmp_path_factory.mktemp(f"audited{k}")
         cells = solution_cells(lesson)
         for old, new in edits:
             assert old in cells[exercise], f"{lesson}/{exercise}: the solution no longer contains {old!r}"
             cells[exercise] = cells[exercise].replace(old, new)
-        write_notebook(tmp / "student" / f"{lesson}.ipynb", lesson, cells)
-        graded[k] = grade(tmp / "student", tmp)
-    return graded
+        answers[f"audited{k:02d}"] = (lesson, cells)
+    return answers
+
+
+@pytest.fixture(scope="module")
+def one_lesson_answers(tmp_path_factory):
+    """The audited answers, top_k off by one both ways and the two-mistake answer, graded together."""
+    lesson = "09_generating_text"
+    answers = audited_answers()
+    answers.update({f"top-k-{k}": (lesson, mistaken(lesson, "next_token_probs", old, new))
+                    for k, (old, new, _) in enumerate(TOP_K_OFF)})
+    entry = next(e for e in accuracy.load() if e.name == TWO)
+    answers["two"] = (entry.lesson, dict(solution_cells(entry.lesson), **entry.cells))
+    return grade_together(answers, tmp_path_factory.mktemp("one-lesson"))
+
+
+@pytest.fixture(scope="module")
+def audited(one_lesson_answers):
+    return {k: one_lesson_answers[f"audited{k:02d}"] for k in range(len(AUDITED))}
 
 
 @pytest.mark.slow
@@ -309,24 +346,23 @@ TOP_K_OFF = [("kth = torch.topk(logits, k, dim=-1).values[..., -1:]",
 
 @pytest.mark.slow
 @pytest.mark.parametrize("old, new, said", TOP_K_OFF, ids=["k+1", "k-1"])
-def test_top_k_off_by_one_is_said(tmp_path, old, new, said):
+def test_top_k_off_by_one_is_said(one_lesson_answers, old, new, said):
     """top_k keeping k + 1 tokens, or only those above the k-th: no catalogued id, but the feedback
     says what the code does (it said only "2 of 6 checks failed")."""
     lesson = "09_generating_text"
-    write_notebook(tmp_path / "student" / f"{lesson}.ipynb", lesson, mistaken(lesson, "next_token_probs", old, new))
-    block = terminal_blocks(grade(tmp_path / "student", tmp_path)[1])[(lesson, "next_token_probs")]
+    k = next(i for i, off in enumerate(TOP_K_OFF) if off[:2] == (old, new))
+    block = terminal_blocks(one_lesson_answers[f"top-k-{k}"][1])[(lesson, "next_token_probs")]
     assert block[0] == "Root cause: not one of the course's common mistakes." and said in block[1], block
 
 
 # -- two mistakes in one answer -------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def two_mistakes(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("two")
+def two_mistakes(one_lesson_answers):
     entry = next(e for e in accuracy.load() if e.name == TWO)
-    cells = dict(solution_cells(entry.lesson), **entry.cells)
-    write_notebook(tmp / "student" / f"{entry.lesson}.ipynb", entry.lesson, cells)
-    return (entry, cells, *grade(tmp / "student", tmp), run_cli("grade", tmp / "student", "--verbose"))
+    results, stdout, markdown = one_lesson_answers["two"]
+    verbose = summary(results, title="two", detail=True, verbose=True)     # what `grade --verbose` prints
+    return (entry, dict(solution_cells(entry.lesson), **entry.cells), results, stdout, markdown, verbose)
 
 
 @pytest.mark.slow
@@ -352,8 +388,7 @@ def test_two_mistakes_are_each_said_once_with_their_fix(two_mistakes):
     assert verdict.count("Fix:") == len(ids) and not repeated(verdict), verdict
     assert len(verdict.splitlines()) == len(block)
     # --verbose: every check, passed ones too, with all that each saw; the causes still once
-    assert verbose.returncode == 0, verbose.stderr
-    long = "\n".join(terminal_blocks(verbose.stdout)[(entry.lesson, exercise)])
+    long = "\n".join(terminal_blocks(verbose)[(entry.lesson, exercise)])
     assert long.count("Fix:") == len(ids) and "passed  " in long and len(long) > len(text)
 
 

@@ -55,10 +55,12 @@ def course_with(course, config: str):
     return course
 
 
-def test_nbgrader_autograde_totals_equal_ours(tmp_path):
-    course = course_with(tmp_path / "course", NBGRADER_CONFIG)
+@pytest.fixture(scope="module")
+def configured(tmp_path_factory):
+    """A course configured as the README says, three students autograded: the reference solution,
+    the untouched release and a partial answer (both tests read it: one nbgrader pipeline, ~30 s)."""
+    course = course_with(tmp_path_factory.mktemp("configured") / "course", NBGRADER_CONFIG)
     released = course / "release" / "l01" / f"{LESSON}.ipynb"
-
     partial = json.loads(released.read_text())
     for cell in partial["cells"]:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
@@ -71,40 +73,47 @@ def test_nbgrader_autograde_totals_equal_ours(tmp_path):
         folder.mkdir(parents=True)
         (folder / f"{LESSON}.ipynb").write_text(text)
     nbgrader(course, "autograde", "l01", "--force", "--create")
+    return course, list(submissions)
 
+
+def autograded(course, student):
+    """(score, max score) in nbgrader's gradebook, and what each self-check cell printed."""
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        submission = gb.find_submission("l01", student)
+        score = (submission.score, submission.max_score)
+    graded = json.loads((course / "autograded" / student / "l01" / f"{LESSON}.ipynb").read_text())
+    checks = [c for c in graded["cells"] if "self-check" in c["metadata"].get("tags", [])]
+    return score, ["".join("".join(o.get("text", "")) for o in c["outputs"]) for c in checks]
+
+
+def test_nbgrader_autograde_totals_equal_ours(configured, tmp_path):
+    course, students = configured
     run = run_cli("grade", course / "submitted", "--json", tmp_path / "ours.json")
     assert run.returncode == 0, run.stderr
     ours = json.loads((tmp_path / "ours.json").read_text())
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        theirs = {s: (gb.find_submission("l01", s).score, gb.find_submission("l01", s).max_score)
-                  for s in submissions}
-    for student in submissions:
+    theirs = {s: autograded(course, s)[0] for s in students}
+    for student in students:
         assert theirs[student] == (ours[student]["score"], ours[student]["max_score"]), (student, theirs, ours[student])
     assert theirs["reference"][0] == theirs["reference"][1] > theirs["partial"][0] > theirs["untouched"][0] == 0
 
 
-def test_autograde_without_configure_awards_nothing_and_says_why(tmp_path):
+def test_autograde_without_configure_awards_nothing_and_says_why(configured, tmp_path):
     """An instructor who forgets `configure(c)`: nbgrader autograde runs the self-check cells in the
     student's own kernel, where they award 0 and name the lines to add (the first honest student's
     0 tells the instructor). Configured, the same correct notebook gets full marks."""
     unconfigured = NBGRADER_CONFIG.split("from autograder.deliver")[0]
     assert "configure" not in unconfigured
-    scores = {}
-    for name, config in (("unconfigured", unconfigured), ("configured", NBGRADER_CONFIG)):
-        course = course_with(tmp_path / name, config)
-        folder = course / "submitted" / "honest" / "l01"
-        folder.mkdir(parents=True)
-        shutil.copy(course / "source" / "l01" / f"{LESSON}.ipynb", folder)
-        nbgrader(course, "autograde", "l01", "--force", "--create")
-        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-            submission = gb.find_submission("l01", "honest")
-            scores[name] = (submission.score, submission.max_score)
-        graded = json.loads((course / "autograded" / "honest" / "l01" / f"{LESSON}.ipynb").read_text())
-        checks = [c for c in graded["cells"] if "self-check" in c["metadata"].get("tags", [])]
-        printed = ["".join("".join(o.get("text", "")) for o in c["outputs"]) for c in checks]
-        if name == "unconfigured":
-            assert checks and all("nbgrader autograde ran this self-check in the student's own kernel" in p
-                                  and "configure(c)" in p for p in printed), printed
-        else:
-            assert not any("own kernel" in p for p in printed), printed
+    course = course_with(tmp_path / "unconfigured", unconfigured)
+    folder = course / "submitted" / "honest" / "l01"
+    folder.mkdir(parents=True)
+    shutil.copy(course / "source" / "l01" / f"{LESSON}.ipynb", folder)
+    nbgrader(course, "autograde", "l01", "--force", "--create")
+    scores, printed = {}, {}
+    scores["unconfigured"], printed["unconfigured"] = autograded(course, "honest")
+    # configured: the same notebook (the solution as released from source/), the configured course's "reference"
+    scores["configured"], printed["configured"] = autograded(configured[0], "reference")
+    checks = printed["unconfigured"]
+    assert checks and all("nbgrader autograde ran this self-check in the student's own kernel" in p
+                          and "configure(c)" in p for p in checks), checks
+    assert printed["configured"] and not any("own kernel" in p for p in printed["configured"]), printed["configured"]
     assert scores["unconfigured"] == (0, 8) and scores["configured"] == (8, 8), scores
