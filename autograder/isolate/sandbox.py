@@ -1,8 +1,8 @@
 """Isolate (grader side): start the sandboxed worker, talk to its children, end them for sure.
 
 A `Sandbox` owns one preloaded worker (worker.py), started inside bubblewrap where the kernel
-allows namespaces (isolation/bwrap.py) and directly where it does not (a container without
-namespaces), and asks it for a fresh confined child per submission (isolation/confine.py).
+allows namespaces (bwrap.py) and directly where it does not (a container without namespaces), and
+asks it for a fresh confined child per submission (confine.py).
 
 Every wait here has a deadline and nothing a submission does can stretch it: a request's whole
 reply must arrive by its deadline, however slowly it trickles; a worker that does not answer in
@@ -13,6 +13,7 @@ a SubmissionFault of the student it was serving.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -110,10 +111,8 @@ class Child:
         or seconds). Raises SandboxBroken if the worker itself is gone."""
         if self.alive:
             self.alive = False
-            try:
+            with contextlib.suppress(OSError):
                 self.sock.close()
-            except OSError:
-                pass
             if self.sandbox._control is not self.worker:
                 raise SandboxBroken("the sandboxed worker that ran this child was closed")
             self.sandbox.end(self.pid)
