@@ -3,7 +3,7 @@
     python benchmarks/lesson09_training.py [--seeds 0 1 2] [--steps 2000] [--batch 32] [--window 32]
         [--lr 3e-3] [--weight-decay 0.01] [--betas 0.9 0.99] [--schedule onecycle|cosine]
         [--warmup 0.1] [--final-lr 0.1] [--d-model 64] [--heads 4] [--kv-heads 2] [--layers 2]
-        [--ff-mult 2] [--init pytorch|gpt2] [--embedding-std S] [--threads 1 2] [--curve 200]
+        [--ff-mult 4] [--init pytorch|gpt2] [--embedding-std S] [--threads 1 2] [--curve 200]
 
 The model, the data and the loop are the lesson's own (its cells are run from
 solutions/09_generating_text.ipynb): random windows of data/sums/train.txt, AdamW (betas 0.9, 0.99)
@@ -61,7 +61,7 @@ def digits_right(ns, model, lines):
 def build_model(ns, args):
     model = ns["TinyGPT"](d_model=args.d_model, num_heads=args.heads, num_kv_heads=args.kv_heads,
                           num_layers=args.layers)
-    if args.ff_mult != 2:          # the lesson builds 2 x d_model
+    if args.ff_mult != 4:
         for block in model.blocks:
             block.ff = nn.Sequential(nn.Linear(args.d_model, args.ff_mult * args.d_model), nn.GELU(),
                                      nn.Linear(args.ff_mult * args.d_model, args.d_model))
@@ -133,7 +133,7 @@ def main():
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--kv-heads", type=int, default=2)
     parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--ff-mult", type=int, default=2)
+    parser.add_argument("--ff-mult", type=int, default=4)
     parser.add_argument("--init", choices=["pytorch", "gpt2"], default="pytorch")
     parser.add_argument("--embedding-std", type=float, default=None)
     parser.add_argument("--threads", type=int, nargs="+", default=[1])
