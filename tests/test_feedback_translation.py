@@ -99,6 +99,17 @@ def test_localize_translates_templates_and_leaves_the_rest():
         assert i18n.localize(text, LANG) == text
 
 
+def test_a_value_is_spaced_as_the_catalog_spaces_its_own_text():
+    # no space between two Chinese characters where a Chinese value meets the template's Chinese;
+    # one between Chinese and Latin or digits, whichever side the template put it on
+    assert i18n.localize("f(q, k, v) returned a tuple of 3 items; expected a pair (output, weights)", LANG) == \
+        "f(q, k, v) 返回了一个含 3 项的元组；期望的是一对值 (output, weights)"
+    assert i18n.localize("2 fully blocked row(s) come out NaN; they must be zero", LANG) == \
+        "有 2 个被完全屏蔽的行输出为 NaN；它们必须是零"
+    assert i18n.localize("2 fully blocked row(s) come out NaN; they must be 0.0", LANG) == \
+        "有 2 个被完全屏蔽的行输出为 NaN；它们必须是 0.0"
+
+
 def _result():
     from autograder.diagnose.root_cause import NOT_STARTED, summary
     head = summary("01_scaled_dot_product_attention", "scaled_dot_product_attention",
