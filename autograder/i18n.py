@@ -77,6 +77,7 @@ _KINDS = {
     "values": r"\[[^\]]*\]",
     "sizes": r"\[[^\]]*\]",
     "variable": r"[\w.]+",
+    "module": r"[\w.]+",                # a layer's attribute name (w_k, self.k_project): not a clause before it
     "id": r"[a-z0-9-]+",                  # a mistake id
     "lesson": r"\d\d_\w+",                 # a lesson id
     "names": r"\w+(?:, \w+)*",            # exercise names

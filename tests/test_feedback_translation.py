@@ -110,6 +110,15 @@ def test_a_value_is_spaced_as_the_catalog_spaces_its_own_text():
         "有 2 个被完全屏蔽的行输出为 NaN；它们必须是 0.0"
 
 
+def test_a_layers_name_is_a_name_not_the_clauses_before_it():
+    # "{module} is never used: ..." once read the two clauses before it as the module:
+    # "从未用到 键是用 w_q 而不是 w_k 计算的；...；w_k：键是用另一个投影计算的"
+    line = ("In your code: the keys are computed with w_q instead of w_k; the values are computed with w_q "
+            "instead of w_v; w_k is never used: the keys are computed with another projection.")
+    assert i18n.localize(line, LANG) == \
+        "你的代码中：键是用 w_q 而不是 w_k 计算的；值是用 w_q 而不是 w_v 计算的；从未用到 w_k：键是用另一个投影计算的。"
+
+
 def _result():
     from autograder.diagnose.root_cause import NOT_STARTED, summary
     head = summary("01_scaled_dot_product_attention", "scaled_dot_product_attention",
