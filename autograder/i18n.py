@@ -202,12 +202,13 @@ def _readings(text, lang, depth, templates, slots):
 
 _EDGE = "\x00"     # marks where a value begins and ends while its template is filled
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_WIDE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3000-\u303f\uff01-\uff5e]")   # Chinese, or its punctuation
 _LATIN = re.compile(r"[A-Za-z0-9`]")
 
 
 def _fill(target: str, values: dict[str, str]) -> str:
     """`target` with its values, spaced at each value's edges as the catalog spaces its own text: no space
-    between two Chinese characters ("返回了 {returned}" with "一个含 2 项的元组" is "返回了一个含 2 项的元组"),
+    between two Chinese characters (or a Chinese punctuation mark and a character) ("返回了 {returned}" with "一个含 2 项的元组" is "返回了一个含 2 项的元组"),
     one between a Chinese character and a Latin letter or digit; any other edge as the template has it."""
     marked = target.format(**{k: _EDGE + v.replace(_EDGE, "") + _EDGE if v else v for k, v in values.items()})
     pieces = marked.split(_EDGE)     # template, value, template, value, ..., template
@@ -220,7 +221,7 @@ def _fill(target: str, values: dict[str, str]) -> str:
         else:          # a value ends: the template's space is on the right
             core = right[1:] if right.startswith(" ") else right
             a, b = left[-1:], core[:1]
-        both = bool(a and b and _HAN.match(a) and _HAN.match(b))
+        both = bool(a and b and _WIDE.match(a) and _WIDE.match(b))
         mixed = bool(a and b and ((_HAN.match(a) and _LATIN.match(b)) or (_LATIN.match(a) and _HAN.match(b))))
         if both or mixed:
             gap = " " if mixed else ""

@@ -108,6 +108,10 @@ def test_a_value_is_spaced_as_the_catalog_spaces_its_own_text():
         "有 2 个被完全屏蔽的行输出为 NaN；它们必须是零"
     assert i18n.localize("2 fully blocked row(s) come out NaN; they must be 0.0", LANG) == \
         "有 2 个被完全屏蔽的行输出为 NaN；它们必须是 0.0"
+    # a value that ends in Chinese punctuation meets the template's Chinese without a space either
+    line = ("model(prompt[:1]) after generate(model, prompt, 5) with a prompt of shape (2, 3), vocabulary 10, "
+            "the model in training mode returned, compared with the reference: 30 of 30 values differ")
+    assert "模型处于训练模式）之后调用 model(prompt[:1]) 返回的结果，" in i18n.localize(line, LANG)
 
 
 def test_a_layers_name_is_a_name_not_the_clauses_before_it():
