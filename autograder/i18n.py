@@ -208,8 +208,9 @@ _LATIN = re.compile(r"[A-Za-z0-9`]")
 
 def _fill(target: str, values: dict[str, str]) -> str:
     """`target` with its values, spaced at each value's edges as the catalog spaces its own text: no space
-    between two Chinese characters (or a Chinese punctuation mark and a character) ("返回了 {returned}" with "一个含 2 项的元组" is "返回了一个含 2 项的元组"),
-    one between a Chinese character and a Latin letter or digit; any other edge as the template has it."""
+    between two Chinese characters or punctuation marks ("返回了 {returned}" with "一个含 2 项的元组" is
+    "返回了一个含 2 项的元组"), one between a Chinese character and a Latin letter or digit; any other
+    edge as the template has it."""
     marked = target.format(**{k: _EDGE + v.replace(_EDGE, "") + _EDGE if v else v for k, v in values.items()})
     pieces = marked.split(_EDGE)     # template, value, template, value, ..., template
     out = pieces[0]
@@ -309,7 +310,8 @@ def _line(line: str, lang: str) -> str:
         if any(d is not None for d in done):
             out = ""
             for d, p in zip(done, pieces):
-                out += (d if d is not None else (" " if out and not out.endswith(" ") else "") + p)
+                gap = " " if out and not out.endswith(" ") and not _WIDE.match(out[-1]) else ""   # not after "："
+                out += (d if d is not None else gap + p)
             return indent + out + tail
     return line
 

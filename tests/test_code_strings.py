@@ -94,8 +94,8 @@ display(HTML("<table><tr><th>value</th><th>verdict</th></tr>" + "".join(rows) + 
         "not printed", "<b>wrong</b>", "right",
         "<tr><td>{key}</td><td>{cell_html(seen[key]) if key in seen else 'missing'}</td>",
         "<table><tr><th>value</th><th>verdict</th></tr>"]
-    out = substitute(cell, {"right": "对", "<tr><td>{key}</td><td>{cell_html(seen[key]) if key in seen else "
-                            "'missing'}</td>": "<tr><td>{key}</td><td>{cell_html(seen[key]) if key in seen else '缺'}</td>"})
+    row = "<tr><td>{key}</td><td>{cell_html(seen[key]) if key in seen else '%s'}</td>"
+    out = substitute(cell, {"right": "对", row % "missing": row % "缺"})
     assert "'缺'" in out and '"对"' in out and "d['weights']" in out and "font-family" in out
     # a list shown without being joined, a name read as code too: not the reader's text
     assert texts('rows = []\nrows.append("a row")\nprint(rows)\nlabel = "value"\nprint(label, d[label])\n') == []

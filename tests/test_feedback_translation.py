@@ -112,6 +112,9 @@ def test_a_value_is_spaced_as_the_catalog_spaces_its_own_text():
     line = ("model(prompt[:1]) after generate(model, prompt, 5) with a prompt of shape (2, 3), vocabulary 10, "
             "the model in training mode returned, compared with the reference: 30 of 30 values differ")
     assert "模型处于训练模式）之后调用 model(prompt[:1]) 返回的结果，" in i18n.localize(line, LANG)
+    # nor a student's error after a sentence of ours that ends in a Chinese colon
+    assert i18n.localize("the cell 'softmax' failed to run: SyntaxError: expected ':'", LANG) == \
+        "单元格 'softmax' 运行失败：SyntaxError: expected ':'"
 
 
 def test_a_layers_name_is_a_name_not_the_clauses_before_it():
