@@ -145,6 +145,13 @@ def _result():
          "tags": ["lesson:01_scaled_dot_product_attention", "exercise:softmax", "mistake:not-implemented"]}]}
 
 
+def test_the_class_reports_mistake_counts_bracket_the_title_in_chinese(tmp_path):
+    from autograder.report.class_report import class_report_html
+    item = "<li><code>missing-scale</code>: {}</li>"
+    assert item.format("1 名学生（分数没有缩放）") in class_report_html({"alice": _result()}, tmp_path, LANG)
+    assert item.format("1 student(s) (Scores are not scaled)") in class_report_html({"alice": _result()}, tmp_path)
+
+
 def test_english_is_unchanged_when_no_language_is_chosen(monkeypatch):
     """No language: the same text as English chosen explicitly, with nothing Chinese in it; the
     environment variable, or the argument, turns it Chinese; the numbers and ids are the same."""
