@@ -80,7 +80,7 @@ _KINDS = {
     "module": r"[\w.]+",                # a layer's attribute name (w_k, self.k_project): not a clause before it
     "id": r"[a-z0-9-]+",                  # a mistake id
     "lesson": r"\d\d_\w+",                 # a lesson id
-    "names": r"\w+(?:, \w+)*",            # exercise names
+    "names": r"\w+(?:\.\w+)*(?:, \w+(?:\.\w+)*)*",   # exercise names, parameters (w_q.bias)
     # a call as the checks write it: a name and its arguments ("MultiHeadAttention(4, 2)(x, x, x)")
     "function": r"[\w.]+(?:\([^()]*(?:\([^()]*\)[^()]*)*\))+",
 }

@@ -124,6 +124,9 @@ def test_a_layers_name_is_a_name_not_the_clauses_before_it():
             "instead of w_v; w_k is never used: the keys are computed with another projection.")
     assert i18n.localize(line, LANG) == \
         "你的代码中：键是用 w_q 而不是 w_k 计算的；值是用 w_q 而不是 w_v 计算的；从未用到 w_k：键是用另一个投影计算的。"
+    # and a parameter's dotted name is a name: "missing parameter(s): w_q.bias, w_k.bias" was left in English
+    line = "SelfAttentionHead(8, 4): missing parameter(s): w_q.bias, w_k.bias. Its parameters are: w_k.weight (4, 8)"
+    assert i18n.localize(line, LANG) == "SelfAttentionHead(8, 4)：缺少参数：w_q.bias, w_k.bias。它的参数有：w_k.weight (4, 8)"
 
 
 def _result():
