@@ -77,9 +77,10 @@ _KINDS = {
     "values": r"\[[^\]]*\]",
     "sizes": r"\[[^\]]*\]",
     "variable": r"[\w.]+",
+    "module": r"[\w.]+",                # a layer's attribute name (w_k, self.k_project): not a clause before it
     "id": r"[a-z0-9-]+",                  # a mistake id
     "lesson": r"\d\d_\w+",                 # a lesson id
-    "names": r"\w+(?:, \w+)*",            # exercise names
+    "names": r"\w+(?:\.\w+)*(?:, \w+(?:\.\w+)*)*",   # exercise names, parameters (w_q.bias)
     # a call as the checks write it: a name and its arguments ("MultiHeadAttention(4, 2)(x, x, x)")
     "function": r"[\w.]+(?:\([^()]*(?:\([^()]*\)[^()]*)*\))+",
 }
@@ -194,9 +195,41 @@ def _readings(text, lang, depth, templates, slots):
         if weak and not ours and depth == 0:   # inside a template of ours, a value is ours too
             continue
         try:
-            yield target.format(**values)
+            yield _fill(target, values)
         except (KeyError, IndexError, ValueError):
             continue
+
+
+_EDGE = "\x00"     # marks where a value begins and ends while its template is filled
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_WIDE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3000-\u303f\uff01-\uff5e]")   # Chinese, or its punctuation
+_LATIN = re.compile(r"[A-Za-z0-9`]")
+
+
+def _fill(target: str, values: dict[str, str]) -> str:
+    """`target` with its values, spaced at each value's edges as the catalog spaces its own text: no space
+    between two Chinese characters or punctuation marks ("返回了 {returned}" with "一个含 2 项的元组" is
+    "返回了一个含 2 项的元组"), one between a Chinese character and a Latin letter or digit; any other
+    edge as the template has it."""
+    marked = target.format(**{k: _EDGE + v.replace(_EDGE, "") + _EDGE if v else v for k, v in values.items()})
+    pieces = marked.split(_EDGE)     # template, value, template, value, ..., template
+    out = pieces[0]
+    for i, piece in enumerate(pieces[1:], 1):
+        left, right = out, piece
+        if i % 2:      # a value begins: the template's space is on the left
+            core = left[:-1] if left.endswith(" ") else left
+            a, b = core[-1:], right[:1]
+        else:          # a value ends: the template's space is on the right
+            core = right[1:] if right.startswith(" ") else right
+            a, b = left[-1:], core[:1]
+        both = bool(a and b and _WIDE.match(a) and _WIDE.match(b))
+        mixed = bool(a and b and ((_HAN.match(a) and _LATIN.match(b)) or (_LATIN.match(a) and _HAN.match(b))))
+        if both or mixed:
+            gap = " " if mixed else ""
+            out = (core + gap + right) if i % 2 else (left + gap + core)
+        else:
+            out = left + right
+    return out
 
 
 @lru_cache(maxsize=20_000)
@@ -277,7 +310,8 @@ def _line(line: str, lang: str) -> str:
         if any(d is not None for d in done):
             out = ""
             for d, p in zip(done, pieces):
-                out += (d if d is not None else (" " if out and not out.endswith(" ") else "") + p)
+                gap = " " if out and not out.endswith(" ") and not _WIDE.match(out[-1]) else ""   # not after "："
+                out += (d if d is not None else gap + p)
             return indent + out + tail
     return line
 

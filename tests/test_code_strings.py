@@ -75,3 +75,27 @@ def test_check_same_code_sees_any_change_outside_literals():
         check_same_code('print("a", x)\n', 'print("a", y)\n')
     with pytest.raises(ValueError):
         check_same_code('print(f"{x:.3f}")\n', 'print(f"{x:.4f}")\n')
+
+
+def test_an_html_tables_rows_are_the_readers_text_and_its_markup_code_stays():
+    cell = '''\
+def cell_html(m):
+    rows = "".join(f"<td style='padding:1px'>{x:.4f}</td>" for x in m)
+    return f"<table style='font-family:monospace'>{rows}</table>"
+
+rows = []
+for key in KEYS:
+    verdict = "not printed" if key not in seen else ("<b>wrong</b>" if key in bad else "right")
+    rows.append(f"<tr><td>{key}</td><td>{cell_html(seen[key]) if key in seen else 'missing'}</td>"
+                f"<td>{d['weights']}</td><td>{verdict}</td></tr>")
+display(HTML("<table><tr><th>value</th><th>verdict</th></tr>" + "".join(rows) + "</table>"))
+'''
+    assert texts(cell) == [
+        "not printed", "<b>wrong</b>", "right",
+        "<tr><td>{key}</td><td>{cell_html(seen[key]) if key in seen else 'missing'}</td>",
+        "<table><tr><th>value</th><th>verdict</th></tr>"]
+    row = "<tr><td>{key}</td><td>{cell_html(seen[key]) if key in seen else '%s'}</td>"
+    out = substitute(cell, {"right": "对", row % "missing": row % "缺"})
+    assert "'缺'" in out and '"对"' in out and "d['weights']" in out and "font-family" in out
+    # a list shown without being joined, a name read as code too: not the reader's text
+    assert texts('rows = []\nrows.append("a row")\nprint(rows)\nlabel = "value"\nprint(label, d[label])\n') == []

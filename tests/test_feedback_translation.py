@@ -99,6 +99,36 @@ def test_localize_translates_templates_and_leaves_the_rest():
         assert i18n.localize(text, LANG) == text
 
 
+def test_a_value_is_spaced_as_the_catalog_spaces_its_own_text():
+    # no space between two Chinese characters where a Chinese value meets the template's Chinese;
+    # one between Chinese and Latin or digits, whichever side the template put it on
+    assert i18n.localize("f(q, k, v) returned a tuple of 3 items; expected a pair (output, weights)", LANG) == \
+        "f(q, k, v) 返回了一个含 3 项的元组；期望的是一对值 (output, weights)"
+    assert i18n.localize("2 fully blocked row(s) come out NaN; they must be zero", LANG) == \
+        "有 2 个被完全屏蔽的行输出为 NaN；它们必须是零"
+    assert i18n.localize("2 fully blocked row(s) come out NaN; they must be 0.0", LANG) == \
+        "有 2 个被完全屏蔽的行输出为 NaN；它们必须是 0.0"
+    # a value that ends in Chinese punctuation meets the template's Chinese without a space either
+    line = ("model(prompt[:1]) after generate(model, prompt, 5) with a prompt of shape (2, 3), vocabulary 10, "
+            "the model in training mode returned, compared with the reference: 30 of 30 values differ")
+    assert "模型处于训练模式）之后调用 model(prompt[:1]) 返回的结果，" in i18n.localize(line, LANG)
+    # nor a student's error after a sentence of ours that ends in a Chinese colon
+    assert i18n.localize("the cell 'softmax' failed to run: SyntaxError: expected ':'", LANG) == \
+        "单元格 'softmax' 运行失败：SyntaxError: expected ':'"
+
+
+def test_a_layers_name_is_a_name_not_the_clauses_before_it():
+    # "{module} is never used: ..." once read the two clauses before it as the module:
+    # "从未用到 键是用 w_q 而不是 w_k 计算的；...；w_k：键是用另一个投影计算的"
+    line = ("In your code: the keys are computed with w_q instead of w_k; the values are computed with w_q "
+            "instead of w_v; w_k is never used: the keys are computed with another projection.")
+    assert i18n.localize(line, LANG) == \
+        "你的代码中：键是用 w_q 而不是 w_k 计算的；值是用 w_q 而不是 w_v 计算的；从未用到 w_k：键是用另一个投影计算的。"
+    # and a parameter's dotted name is a name: "missing parameter(s): w_q.bias, w_k.bias" was left in English
+    line = "SelfAttentionHead(8, 4): missing parameter(s): w_q.bias, w_k.bias. Its parameters are: w_k.weight (4, 8)"
+    assert i18n.localize(line, LANG) == "SelfAttentionHead(8, 4)：缺少参数：w_q.bias, w_k.bias。它的参数有：w_k.weight (4, 8)"
+
+
 def _result():
     from autograder.diagnose.root_cause import NOT_STARTED, summary
     head = summary("01_scaled_dot_product_attention", "scaled_dot_product_attention",
@@ -116,6 +146,13 @@ def _result():
         {"name": "01_scaled_dot_product_attention: softmax stays finite for large inputs (1e3 to 1e4)", "score": 0.0,
          "max_score": 5.0, "status": "failed", "output": NOT_STARTED,
          "tags": ["lesson:01_scaled_dot_product_attention", "exercise:softmax", "mistake:not-implemented"]}]}
+
+
+def test_the_class_reports_mistake_counts_bracket_the_title_in_chinese(tmp_path):
+    from autograder.report.class_report import class_report_html
+    item = "<li><code>missing-scale</code>: {}</li>"
+    assert item.format("1 名学生（分数没有缩放）") in class_report_html({"alice": _result()}, tmp_path, LANG)
+    assert item.format("1 student(s) (Scores are not scaled)") in class_report_html({"alice": _result()}, tmp_path)
 
 
 def test_english_is_unchanged_when_no_language_is_chosen(monkeypatch):

@@ -112,8 +112,8 @@ KEPT_WORDS = {"softmax", "lse", "exp", "PE", "top_k", "top_p"}   # the glossary 
 
 
 def _english_words(literal: str) -> list[str]:
-    """The words of a literal outside its placeholders, math and code, less names and kept terms."""
-    text = re.sub(PLACEHOLDER + r"|\$[^$]*\$|`[^`]*`", " ", literal)
+    """The words of a literal outside its placeholders, math, code and HTML tags, less names and kept terms."""
+    text = re.sub(PLACEHOLDER + r"|\$[^$]*\$|`[^`]*`|</?[A-Za-z][^<>]*>", " ", literal)
     return [w for w in re.findall(r"[A-Za-z_][A-Za-z_0-9.]*", text)
             if w not in KEPT_WORDS and not any(ch.isdigit() or ch in "_." for ch in w) and len(w) > 1]
 

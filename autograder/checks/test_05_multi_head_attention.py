@@ -291,7 +291,7 @@ def test_mha_dropout_off_in_eval(student, rng):
         got, again = module(q, k, v), module(q, k, v)
         if not (isinstance(got, torch.Tensor) and isinstance(again, torch.Tensor) and got.shape == again.shape
                 and torch.allclose(got, again, atol=1e-6, equal_nan=True)):
-            raise Mismatch("MultiHeadAttention(8, 2) in eval mode gives a different output on each call")
+            raise Mismatch(N_("MultiHeadAttention(8, 2) in eval mode gives a different output on each call"))
         return
     with_dropout = student.MultiHeadAttention(8, 2, 0.5)
     load_lenient(with_dropout, linear_shapes(NAMES, 8, 8), params, "MultiHeadAttention(8, 2, 0.5)", mode=False)

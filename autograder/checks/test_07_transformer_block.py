@@ -61,11 +61,12 @@ def test_positional_encoding_dtype_and_odd_width(student):
     """positional_encoding returns float32 and rejects an odd d_model with ValueError"""
     got = student.positional_encoding(4, 8)
     if isinstance(got, torch.Tensor) and got.dtype != torch.float32:
-        raise Mismatch(f"positional_encoding(4, 8) returned a tensor of dtype {got.dtype}; expected torch.float32 "
-                       "(compute in float64 if you like, then convert with .float())", mistake="wrong-type")
-    if not isinstance(got, torch.Tensor):
-        raise Mismatch(f"positional_encoding(4, 8) returned {type(got).__name__}; expected a torch.Tensor",
+        raise Mismatch(N_("positional_encoding(4, 8) returned a tensor of dtype {dtype}; expected torch.float32 "
+                          "(compute in float64 if you like, then convert with .float())").format(dtype=got.dtype),
                        mistake="wrong-type")
+    if not isinstance(got, torch.Tensor):
+        raise Mismatch(N_("positional_encoding(4, 8) returned {kind}; expected a torch.Tensor").format(
+            kind=type(got).__name__), mistake="wrong-type")
     # a constant, or the same row at every position, encodes nothing: no points for its dtype
     expect_varies(got, call="positional_encoding(4, 8)")
     if got.dim() == 2 and got.shape[0] > 1 and torch.allclose(got[0], got[1:], atol=1e-7):
@@ -75,8 +76,8 @@ def test_positional_encoding_dtype_and_odd_width(student):
         student.positional_encoding(4, 7)
     except StudentError as err:
         if err.type != "ValueError":
-            raise Mismatch(f"positional_encoding(4, 7) raised {err.type}; expected a ValueError saying that "
-                           "d_model must be even") from None
+            raise Mismatch(N_("positional_encoding(4, 7) raised {error}; expected a ValueError saying that "
+                              "d_model must be even").format(error=err.type)) from None
         return
     raise Mismatch("positional_encoding(4, 7) did not raise: features come in sine/cosine pairs, so an odd "
                    "d_model must raise ValueError")

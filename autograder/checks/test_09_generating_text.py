@@ -98,8 +98,9 @@ def test_rope_keeps_shape_and_dtype(student, reference, rng):
         x = tensor(rng, 2, 4, 6, dtype=np_dtype)
         got = check_rope(student, reference, x, torch.arange(2, 6), what=", positions 2..5")
         if got.dtype != dtype:
-            raise Mismatch(f"apply_rope(x, positions) with x of dtype {str(dtype).replace('torch.', '')} returned "
-                           f"dtype {str(got.dtype).replace('torch.', '')}; the result must keep x's dtype",
+            raise Mismatch(N_("apply_rope(x, positions) with x of dtype {dtype} returned dtype {got}; the result "
+                              "must keep x's dtype").format(dtype=str(dtype).replace('torch.', ''),
+                                                            got=str(got.dtype).replace('torch.', '')),
                            mistake="wrong-type")
 
 
@@ -178,12 +179,12 @@ def check_probs(student, reference, logits, temperature=1.0, top_k=None, top_p=N
     if exact:
         removed = expected == 0
         if bool((got[removed] != 0).any()):
-            raise Mismatch(f"{call}: removed tokens must have probability exactly 0; some are "
-                           f"{got[removed][got[removed] != 0][:3].tolist()}")
+            raise Mismatch(N_("{call}: removed tokens must have probability exactly 0; some are {values}").format(
+                call=call, values=got[removed][got[removed] != 0][:3].tolist()))
         sums = got.double().sum(-1)
         if bool(((sums - 1).abs() > 1e-6).any()):
-            raise Mismatch(f"{call}: the probabilities sum to {sums.flatten()[:4].tolist()}; they must sum to 1",
-                           mistake="not-renormalised")
+            raise Mismatch(N_("{call}: the probabilities sum to {values}; they must sum to 1").format(
+                call=call, values=sums.flatten()[:4].tolist()), mistake="not-renormalised")
     return got
 
 
@@ -571,8 +572,8 @@ class Run:
                 raise self.blame_probs(problem, f"{self.call} raised {self.error.type}: {self.error.message}")
             raise self.error
         if isinstance(self.tokens, torch.Tensor) and self.tokens.is_floating_point():
-            raise Mismatch(f"{self.call} returned a float tensor; token ids are integers (torch.long)",
-                           mistake="wrong-type")
+            raise Mismatch(N_("{call} returned a float tensor; token ids are integers (torch.long)").format(
+                call=self.call), mistake="wrong-type")
         found = self.generate_variants()
         b, t0 = self.prompt.shape
         if isinstance(self.tokens, torch.Tensor) and tuple(self.tokens.shape) == (b, self.new) and t0:
@@ -590,8 +591,8 @@ class Run:
                                found=found) from None
             raise
         if self.tokens.dtype != torch.long:
-            raise Mismatch(f"{self.call} returned dtype {str(self.tokens.dtype).replace('torch.', '')}; token ids "
-                           "are torch.long", mistake="wrong-type")
+            raise Mismatch(N_("{call} returned dtype {dtype}; token ids are torch.long").format(
+                call=self.call, dtype=str(self.tokens.dtype).replace('torch.', '')), mistake="wrong-type")
 
     def check_new_tokens_only(self, found):
         """The tokens came back without the prompt ((B, max_new_tokens)): wrong-shape, and the new tokens

@@ -5,7 +5,10 @@ prints results and draws figures. The literals it prints (print's arguments, an 
 message) and writes on its figures (titles, axis labels, legend labels, text) are the reader's text; everything else in the
 cell is code and is never touched. A literal counts when it reaches such a place through string
 operations only (`+`, `%`, f-strings, a conditional expression), or through a name the cell binds to
-it in a table it loops over (`for name, kwargs in [("temperature 1", {...}), ...]`).
+it in a table it loops over (`for name, kwargs in [("temperature 1", {...}), ...]`), or through a name
+it is assigned to that is read only where it is shown (`verdict = "right" if ok else "wrong"`), or
+through a list it is appended to that is shown joined (`rows.append(f"<tr>...</tr>")`, then
+`display(HTML("<table>" + "".join(rows) + "</table>"))`: an HTML table's rows).
 
 Each such literal is one message of the lesson's catalog, beside its markdown cells: its msgctxt
 is the cell's id, its msgid the literal's text as written between its quotes (escapes and an
@@ -22,11 +25,12 @@ import re
 import tokenize
 from dataclasses import dataclass
 
-DISPLAY_FUNCTIONS = {"print"}
+DISPLAY_FUNCTIONS = {"print", "display", "HTML", "Markdown"}
 DISPLAY_METHODS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "title", "xlabel", "ylabel",
                    "text", "set_label"}
 DISPLAY_KEYWORDS = {"label", "title", "xlabel", "ylabel"}
 WORD = re.compile(r"[A-Za-z]{2,}")
+NOT_WORDS = re.compile(r"\{[^{}]*\}|\$[^$]*\$|</?[A-Za-z][^<>]*>")   # placeholders, math, HTML tags
 LOCKED_OUT_TAGS = ("setup", "self-check")
 
 
@@ -79,17 +83,34 @@ def _is_sink(call: ast.Call) -> bool:
         (isinstance(f, ast.Attribute) and f.attr in DISPLAY_METHODS)
 
 
-def _shown(node, parent) -> bool:
+@dataclass(frozen=True)
+class Flows:
+    """Names a shown string passes through: `lists` appended to and shown joined, `names` assigned
+    a string and read only where it is shown."""
+    lists: frozenset = frozenset()
+    names: frozenset = frozenset()
+
+
+def _appends_to(call: ast.Call, lists) -> bool:
+    f = call.func
+    return isinstance(f, ast.Attribute) and f.attr == "append" and isinstance(f.value, ast.Name) \
+        and f.value.id in lists
+
+
+def _shown(node, parent, flows: Flows = Flows()) -> bool:
     """Does `node`'s value reach the reader: through string operations only, into a display call's
-    argument or a label= / title= keyword?"""
+    argument or a label= / title= keyword (or into one of `flows`' names on its way there)?"""
     child, up = node, parent.get(node)
     while up is not None:
         if isinstance(up, ast.keyword):
             return up.arg in DISPLAY_KEYWORDS
         if isinstance(up, ast.Assert):
             return child is up.msg          # what a failed assert tells the reader
+        if isinstance(up, ast.Assign):
+            return child is up.value and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name) \
+                and up.targets[0].id in flows.names
         if isinstance(up, ast.Call):
-            return child in up.args and _is_sink(up)
+            return child in up.args and (_is_sink(up) or _appends_to(up, flows.lists))
         if isinstance(up, (ast.JoinedStr, ast.FormattedValue)):
             if isinstance(up, ast.FormattedValue) and child is not up.value:
                 return False      # a format spec
@@ -103,6 +124,34 @@ def _shown(node, parent) -> bool:
             return False
         child, up = up, parent.get(up)
     return False
+
+
+def _flows(tree, parent) -> Flows:
+    """The lists joined where they are shown and the names read only where they are shown, found
+    again until none is added (a joined list may itself be bound to such a name)."""
+    flows = Flows()
+    stores = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            stores.setdefault(n.id, []).append(n)
+    loads = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            loads.setdefault(n.id, []).append(n)
+    for _ in range(4):
+        lists = {n.args[0].id for n in ast.walk(tree)
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "join"
+                 and isinstance(n.func.value, ast.Constant) and isinstance(n.func.value.value, str)
+                 and len(n.args) == 1 and isinstance(n.args[0], ast.Name) and _shown(n, parent, flows)}
+        # a name bound only by plain assignments (not a loop's, not a function's) and read only where shown
+        names = {name for name, uses in loads.items()
+                 if all(isinstance(parent.get(s), ast.Assign) for s in stores.get(name, [None]))
+                 and all(_shown(u, parent, flows) for u in uses)}
+        found = Flows(frozenset(lists), frozenset(names))
+        if found == flows:
+            break
+        flows = found
+    return flows
 
 
 def _shown_names(tree, parent) -> set[str]:
@@ -179,21 +228,25 @@ def shown_literals(source: str) -> list[Literal]:
         return []
     parent = _parents(tree)
     docs = _docstrings(tree)
+    flows = _flows(tree, parent)
     nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Constant, ast.JoinedStr))
              and (isinstance(n, ast.JoinedStr) or isinstance(n.value, str))
-             and n not in docs and not isinstance(parent.get(n), ast.JoinedStr) and _shown(n, parent)]
+             and n not in docs and not isinstance(parent.get(n), ast.JoinedStr) and _shown(n, parent, flows)]
     tokens = list(_string_tokens(source))
     # a label also written inside another literal (a key in an f-string's placeholder) would not be
     # translated there: it stays English
     nodes += [n for n in _table_labels(tree, parent, _shown_names(tree, parent))
               if not any(_quoted_inside(n.value, tok) for _, _, tok in tokens)]
     spans = [_span(source, n) for n in nodes]
+    # a shown text written in an f-string's placeholder ({x if x is not None else 'not printed'}) is
+    # inside that f-string's token: the token is the literal to translate
+    inner = [_span(source, n) for n in nodes if isinstance(n, ast.Constant) and WORD.search(n.value)]
     out = []
     for start, end, token in tokens:
         if any(s <= start and end <= e for s, e in spans):
             offset, length = _body(token)
             text = token[offset:offset + length]
-            if WORD.search(re.sub(r"\{[^{}]*\}|\$[^$]*\$", "", text)):
+            if WORD.search(NOT_WORDS.sub("", text)) or any(start < s and e < end for s, e in inner):
                 out.append(Literal(text, start + offset, start + offset + length))
     return out
 

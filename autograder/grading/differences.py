@@ -23,7 +23,8 @@ def where_different(got: np.ndarray, expected: np.ndarray, rtol: float, atol: fl
     bad_inf = ~np.isfinite(got64) & np.isfinite(exp64)
     if bad_inf.any():
         idx = tuple(int(i) for i in np.argwhere(bad_inf)[0])
-        which = " or ".join(sorted({"-inf" if x < 0 else "inf" for x in got64[bad_inf]}))   # as NumPy prints it
+        signs = {"-inf" if x < 0 else "inf" for x in got64[bad_inf]}   # as NumPy prints it
+        which = N_("-inf or inf") if len(signs) == 2 else signs.pop()
         return (N_("{n} value is {which} where the reference is finite (first at index {index}, expected {expected})")
                 if bad_inf.sum() == 1 else N_("{n} values are {which} where the reference is finite (first at index "
                 "{index}, expected {expected})")).format(n=int(bad_inf.sum()), which=which, index=idx, expected=fmt(exp64[idx]))

@@ -205,8 +205,9 @@ def _exercise_section(lesson, exercise, rows, links, charts, words) -> str:
     top = sorted(counts, key=lambda m: (-counts[m], m))[:TOP_MISTAKES]
     chart = charts.exercise(exercise, scores, maximum, top, [counts[m] for m in top])   # beside the text
     if top:
-        items = "".join(f"<li><code>{_e(m)}</code>: " + t(N_("{n} student(s)"), n=counts[m])
-                        + (f" ({_e(words.title(m))})" if m in CATALOGUE else "") + "</li>" for m in top)
+        items = "".join(f"<li><code>{_e(m)}</code>: " + (  # the title in the sentence: Chinese brackets it otherwise
+            t(N_("{n} student(s) ({title})"), n=counts[m], title=_e(words.title(m))) if m in CATALOGUE
+            else t(N_("{n} student(s)"), n=counts[m])) + "</li>" for m in top)
         out.append("<p>" + t(N_("Most frequent named mistakes:")) + f"</p><ul>{items}</ul>")
     elif any(e["failed"] for _, e in started):
         out.append("<p>" + t(N_("No failed check matched a catalogued mistake.")) + "</p>")
