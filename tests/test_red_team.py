@@ -264,7 +264,10 @@ def test_a_cpu_hog_cannot_starve_a_classmate_graded_in_parallel(box):
         hog = box.spawn()
         run_in(hog, HOG)
         time.sleep(1.5)                       # the busy processes are running
-        during = victim.request("call", 30, target=["name", "work"])["result"]
+        # the better of two calls, as `alone` is the best of three: a moment when the rest of a busy
+        # machine (CI runs this beside the whole suite) takes the cores is not the hog's doing, while
+        # a hog that starves the classmate (1/101 of the CPU) slows both calls by far more than 4x
+        during = min(victim.request("call", 30, target=["name", "work"])["result"] for _ in range(2))
         assert during < 4 * alone + 0.25, f"classmate's work took {during:.2f} s instead of {alone:.2f} s"
     finally:
         if hog is not None:
