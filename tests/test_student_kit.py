@@ -156,6 +156,7 @@ def test_kit_layout(kit_dir):
     names = {p.relative_to(kit_dir).as_posix() for p in kit_dir.rglob("*") if p.is_file()}
     assert {"README.md", "requirements.txt", "autograder/records/index.json", "autograder/records/arrays.npz"} <= names
     assert {f"lessons/{lid}.ipynb" for lid in LESSONS} <= names
+    assert {"data/sums/train.txt", "data/sums/test.txt", "data/sums/tinygpt.pt"} <= names   # lesson 09's data
     for lid in LESSONS:    # the released notebooks, byte for byte
         assert (kit_dir / "lessons" / f"{lid}.ipynb").read_bytes() == COURSE[lid].released_path.read_bytes()
     assert not any(n.startswith(("solutions/", "tests/", ".git")) for n in names)

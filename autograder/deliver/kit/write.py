@@ -111,7 +111,7 @@ def student_readme(lessons: list[str]) -> str:
     table = "| | notebook | what it is about |\n|---|---|---|\n" + rows
     if any(int(lid[:2]) > CORE for lid in lessons):
         table += f"\n\nLessons 1 to {CORE} are the core, in order; the later ones go further and build on them."
-    data_row = "| `data/` | the corpus lesson 9 trains its model on |\n" if "09_generating_text" in lessons else ""
+    data_row = "| `data/` | the corpus lesson 9 trains its model on, and the weights of its full run |\n" if "09_generating_text" in lessons else ""
     return STUDENT_README.format(lesson_table=table, data_row=data_row)
 
 
@@ -132,9 +132,9 @@ def kit_files(lessons: list[str] | None = None, corpus: bool = True, lang: str |
     if translated:   # the translated lessons' figure fonts (deliver/translations.py, FIGURE_FONTS)
         from autograder.deliver.translations import matplotlibrc
         files["lessons/matplotlibrc"] = matplotlibrc(lang).encode()
-    if "09_generating_text" in lessons:   # the corpus lesson 09 trains its model on (data, no code)
+    if "09_generating_text" in lessons:   # lesson 09's corpus and its full run's weights (data, no code)
         for path in sorted((ROOT / "data" / "sums").glob("*")):
-            if path.suffix in (".txt", ".md"):
+            if path.suffix in (".txt", ".md", ".pt"):
                 files[f"data/sums/{path.name}"] = path.read_bytes()
     files["README.md"] = (kit_readme(lang, [lid for lid in lessons if lid in translated]) if lang
                           else student_readme(lessons)).encode()
