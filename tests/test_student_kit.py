@@ -111,6 +111,11 @@ def text_files(folder: Path) -> dict[str, str]:
                 catalog = gettext.GNUTranslations(f)._catalog
             found[path.relative_to(folder).as_posix()] = "\n".join(
                 str(text) for pair in catalog.items() for text in pair)
+        elif path.is_file() and path.suffix == ".pt":    # lesson 09's weights: their names and texts
+            import torch
+            saved = torch.load(path, weights_only=True)
+            found[path.relative_to(folder).as_posix()] = "\n".join(
+                [*saved, *saved["model"], *(v for v in saved.values() if isinstance(v, str))])
         elif path.is_file() and path.suffix != ".npz":
             found[path.relative_to(folder).as_posix()] = path.read_text(encoding="utf-8")
     return found
