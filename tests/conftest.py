@@ -13,6 +13,10 @@ import pytest
 # The grader runs PyTorch on one thread (autograder/__main__.py); so do the tests that call it in
 # process. With the default thread pool, two test workers on two cores wait on each other's threads.
 os.environ["OMP_NUM_THREADS"] = "1"
+# nbformat imports jsonschema, whose optional "iri" format checker imports rfc3987_syntax, which builds
+# a Lark parser on import: 1.7-2.6 s of processor time in each test worker, for a format that no
+# notebook schema uses and no test validates. Without the module jsonschema leaves that format out.
+sys.modules.setdefault("rfc3987_syntax", None)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -110,6 +114,20 @@ def kit_dir(tmp_path_factory):
     out = once_per_run(tmp_path_factory, "kit", make) / "mha-course-kit"
     assert not str(out).startswith(str(ROOT))
     return out
+
+
+@pytest.fixture(scope="session")
+def corpus_results(tmp_path_factory) -> dict[str, dict]:
+    """{entry name: results} of the whole corpus (tests/corpus/), graded as the accuracy tool grades
+    it (accuracy.grade_entries, 2 jobs), once per test run: test_corpus.py judges every entry,
+    test_degenerate_09.py reads its entries' scores."""
+    from autograder.classroom import accuracy
+
+    def make(folder):
+        results = accuracy.grade_entries(accuracy.load(), jobs=2)
+        (folder / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    folder = once_per_run(tmp_path_factory, "corpus", make)
+    return json.loads((folder / "results.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="session")

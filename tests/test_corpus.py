@@ -14,8 +14,8 @@ ENTRIES = accuracy.load()
 
 
 @pytest.fixture(scope="module")
-def verdicts():
-    return {v.entry.name: v for v in accuracy.grade_corpus(ENTRIES, jobs=2)}
+def verdicts(corpus_results):
+    return {entry.name: accuracy.judge(entry, corpus_results[entry.name]) for entry in ENTRIES}
 
 
 @pytest.mark.parametrize("name", [e.name for e in ENTRIES])

@@ -165,11 +165,16 @@ def judge(entry: Entry, result: dict) -> Verdict:
     return Verdict(entry, ok, named, "; ".join(parts), found=found, output="\n\n".join(outputs), scores=scores)
 
 
-def grade_corpus(entries: list[Entry], jobs: int | None = None) -> list[Verdict]:
+def grade_entries(entries: list[Entry], jobs: int | None = None) -> dict[str, dict]:
+    """{entry name: its results}, each entry graded as a student of one class."""
     from autograder.classroom.runner import grade_many
     with tempfile.TemporaryDirectory(prefix="corpus-") as tmp:
         students = build_class(entries, Path(tmp))
-        results = grade_many(students, jobs=jobs, show=lambda *_: None)
+        return grade_many(students, jobs=jobs, show=lambda *_: None)
+
+
+def grade_corpus(entries: list[Entry], jobs: int | None = None) -> list[Verdict]:
+    results = grade_entries(entries, jobs)
     return [judge(entry, results[entry.name]) for entry in entries]
 
 

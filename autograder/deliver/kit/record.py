@@ -292,11 +292,18 @@ def record(lessons: list[str], corpus: bool = True) -> _Tape:
                 # the reference run evaluates every fingerprint offered; a corpus entry records the path
                 # its own diagnosis takes (from the same starting state every time: deterministic)
                 Fingerprints.recent[:] = []
-                _run(_recording_plugin(tape, {lesson_id: LocalSubmission(ns)}, eager=label == "reference"), lesson_id)
-                if label == "reference" and (calling := _calling(lesson_id)):
-                    # again, the exercises that call a helper alone, each helper call recorded: apart, since
-                    # the recordings it holds would count in a memory check's traced peak (lesson 10's)
-                    submission = LocalSubmission(ns)
+                # The reference's memory checks run untraced (here and with its helpers recorded below):
+                # its peak is under the limit (the self-check in a kernel, which traces, gives it full
+                # marks) and is not kept. Traced, the recordings the helper run holds counted in its peak
+                # (lesson 10: 44.7 and 60.4 MB against 40 MiB), so it "failed" and recorded that failure's
+                # 3040 stand-in answers, for 13 s. A corpus entry's peak may decide its diagnosis's path,
+                # as it will in the kit: traced.
+                reference = label == "reference"
+                _run(_recording_plugin(tape, {lesson_id: LocalSubmission(ns, measure_peak=not reference)},
+                                       eager=reference), lesson_id)
+                if reference and (calling := _calling(lesson_id)):
+                    # again, the exercises that call a helper alone, each helper call recorded
+                    submission = LocalSubmission(ns, measure_peak=False)
                     patched = _helper_recorders(tape, lesson_id, ns, submission)
                     try:
                         _run(_recording_plugin(tape, {lesson_id: submission}, eager=False,
