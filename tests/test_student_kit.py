@@ -500,3 +500,14 @@ def test_each_helper_pair_gets_the_same_points_and_words_everywhere(kit_dir, tmp
                 or len({text for _, text in got.values()}) != 1:
             bad.append((name, got))
     assert not bad, bad
+
+
+def test_recording_lesson10_keeps_only_the_references_passing_path():
+    """The reference's memory checks run untraced while it is recorded, also in the run that records
+    its helper's calls: traced, those recordings counted in its peak (44.7 and 60.4 MB against the
+    40 MiB limit), the reference "failed" its own check, and the tape kept that failure's path: 4,363
+    answers instead of 1,323 (commit 5add110)."""
+    from autograder.deliver.kit.record import record
+    tape = record(["10_flash_attention"], corpus=False)
+    assert len(tape.calls["10_flash_attention"]["combine_attention"]) > 1000    # the helper's calls are recorded
+    assert len(tape.entries) < 2000, len(tape.entries)
